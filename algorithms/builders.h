@@ -1,0 +1,22 @@
+// The plan builders, one per algorithm file (algorithms/<collective>/<algorithm>.cc).
+// Each is a pure function of its arguments; it appends programs to an empty Plan and
+// returns false if it does not support the arguments (the registry then falls back).
+// Use them through algorithms/registry.h.
+#pragma once
+#include "algorithms/plan.h"
+
+namespace braid {
+namespace builders {
+
+bool allReduceRing(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allGatherRing(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool reduceScatterRing(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool broadcastChain(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool reduceChain(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allToAllPairwise(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool gatherDirect(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool scatterDirect(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool sendRecvP2p(const PlanArgs& args, const PlanParams& params, Plan* plan);
+
+}  // namespace builders
+}  // namespace braid

@@ -1,0 +1,44 @@
+// Direct gather: every rank sends its block straight to the root, which receives from
+// all peers concurrently (one program per peer) and copies its own block.
+//
+// count is per rank: rank p's block lands at the root's recv[p*count]. Non-root ranks
+// never touch their recv buffer.
+#include "algorithms/builders.h"
+#include "algorithms/patterns/partition.h"
+#include "algorithms/patterns/program_writer.h"
+
+namespace braid {
+namespace builders {
+
+using patterns::Range;
+
+bool gatherDirect(const PlanArgs& a, const PlanParams& p, Plan* plan) {
+  const uint64_t chunk = patterns::chunkElems(a, p);
+  if (chunk == 0) return false;
+  if (a.count == 0) return true;
+  for (int c = 0; c < p.nChannels; ++c) {
+    const Range share = patterns::channelShare(a.count, a.typeSize, p.nChannels, c);
+    if (share.count == 0) continue;
+    if (a.rank != a.root) {
+      patterns::ProgramWriter w(plan, c);
+      for (Range piece : patterns::Pieces(share, chunk)) w.send(a.root, patterns::sendRegion(piece));
+      continue;
+    }
+    if (!a.inPlace) {
+      patterns::ProgramWriter w(plan, c);
+      w.copy(patterns::sendRegion(share),
+             patterns::recvRegion(share, uint64_t(a.root) * a.count));
+    }
+    for (int peer = 0; peer < a.nranks; ++peer) {
+      if (peer == a.root) continue;
+      patterns::ProgramWriter w(plan, c);
+      for (Range piece : patterns::Pieces(share, chunk))
+        w.recv(peer, patterns::recvRegion(piece, uint64_t(peer) * a.count));
+    }
+  }
+  patterns::dropEmptyPrograms(plan);
+  return true;
+}
+
+}  // namespace builders
+}  // namespace braid

@@ -1,0 +1,47 @@
+// ProgramWriter: appends the primitive steps of algorithms/plan.h to one Program of a
+// Plan, so builders read as schedules: w.send(next, own, kPreOp); w.recv(prev, dst).
+// Steps of zero elements are dropped, so both ends of a connection agree as long as
+// they compute the same region sizes.
+#pragma once
+#include <cstdint>
+
+#include "algorithms/patterns/partition.h"
+#include "algorithms/plan.h"
+
+namespace braid {
+namespace patterns {
+
+/// Region of the send buffer covering `r`, shifted by `base` elements.
+inline Region sendRegion(Range r, uint64_t base = 0) {
+  return Region{Buf::kSend, base + r.offset, r.count};
+}
+/// Region of the recv buffer covering `r`, shifted by `base` elements.
+inline Region recvRegion(Range r, uint64_t base = 0) {
+  return Region{Buf::kRecv, base + r.offset, r.count};
+}
+
+class ProgramWriter {
+ public:
+  /// Appends a new program to `plan` whose steps all use `channel`.
+  ProgramWriter(Plan* plan, int channel);
+
+  void send(int to, Region src, uint8_t flags = 0);
+  void recv(int from, Region dst, uint8_t flags = 0);
+  void recvReduceSend(int from, int to, Region src, uint8_t flags);
+  void recvReduceCopy(int from, Region src, Region dst, uint8_t flags);
+  void recvReduceCopySend(int from, int to, Region src, Region dst, uint8_t flags);
+  void recvCopySend(int from, int to, Region dst);
+  void copy(Region src, Region dst, uint8_t flags = 0);
+
+ private:
+  void add(StepKind kind, uint8_t flags, int from, int to, Region src, Region dst);
+  Plan* plan_;
+  size_t index_;
+  int channel_;
+};
+
+/// Removes programs that ended up with no steps.
+void dropEmptyPrograms(Plan* plan);
+
+}  // namespace patterns
+}  // namespace braid

@@ -1,0 +1,126 @@
+// Plan: the data form of an algorithm (see docs/architecture.md).
+//
+// A Plan is what one rank executes for one collective: a set of Programs that run
+// concurrently, each an ordered list of Steps. A Step moves or combines a Region of
+// the user's buffers (named by buffer id and element offset, never by pointer) over
+// a connection to a peer. Steps are streamed: the executor moves a step's bytes in
+// slices as FIFO space and data allow, so chained steps on different ranks pipeline.
+//
+// Contract between plan builders and executors:
+//  * Two programs of one plan never use the same (peer, channel, direction).
+//  * Every byte a step sends is consumed, in order, by exactly one step of the peer's
+//    plan on the same channel (streams are byte streams, slicing need not match).
+//  * A step moving data around a cycle of ranks moves at most PlanParams::chunkBytes,
+//    which the executor guarantees is at most half a connection's FIFO capacity, so
+//    ring algorithms cannot deadlock. The simulator checks this for every builder.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace braid {
+
+/// Which user buffer a Region lives in.
+enum class Buf : uint8_t { kSend = 0, kRecv = 1, kNone = 2 };
+
+/// Elements [offset, offset+count) of one buffer, in units of the op's datatype.
+struct Region {
+  Buf buf = Buf::kNone;
+  uint64_t offset = 0;
+  uint64_t count = 0;
+};
+
+/// The primitive vocabulary (as NCCL's device primitives).
+enum class StepKind : uint8_t {
+  kSend,                // send(src) -> sendPeer
+  kRecv,                // dst <- recv(recvPeer)
+  kRecvReduceSend,      // send(recv(recvPeer) op src) -> sendPeer
+  kRecvReduceCopy,      // dst <- recv(recvPeer) op src
+  kRecvReduceCopySend,  // dst <- recv(recvPeer) op src; send(dst) -> sendPeer
+  kRecvCopySend,        // dst <- recv(recvPeer); send(same) -> sendPeer
+  kCopy,                // dst <- src (local)
+};
+
+const char* stepKindName(StepKind k);
+
+/// Step flags.
+enum StepFlags : uint8_t {
+  kPreOp = 1,   ///< src is this rank's own contribution: apply the op's pre-scaling
+                ///< (PreMulSum scalar) to it. Must be set exactly once per element
+                ///< per rank in a reduction.
+  kPostOp = 2,  ///< the value produced is final: apply the op's post-step (Avg: /n).
+};
+
+struct Step {
+  StepKind kind = StepKind::kCopy;
+  uint8_t flags = 0;
+  uint16_t channel = 0;  ///< connection set index (0 .. PlanParams::nChannels-1)
+  int32_t sendPeer = -1;
+  int32_t recvPeer = -1;
+  Region src;  ///< local operand (kSend, kRecvReduce*, kCopy)
+  Region dst;  ///< local result (kRecv, kRecvReduceCopy*, kRecvCopySend, kCopy)
+
+  /// Elements this step moves (all regions of a step have the same count).
+  uint64_t count() const { return dst.buf != Buf::kNone ? dst.count : src.count; }
+};
+
+/// An ordered list of steps; the programs of a plan run concurrently.
+struct Program {
+  std::vector<Step> steps;
+};
+
+struct Plan {
+  std::vector<Program> programs;
+  std::string algorithm;  ///< builder name, for logs
+  size_t stepCount() const;
+  /// Human-readable dump (one line per step), for NCCL_DEBUG_SUBSYS=PLAN and tests.
+  std::string toString() const;
+};
+
+/// The collectives a plan can implement.
+enum class Coll : uint8_t {
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kGather,
+  kScatter,
+  kSendRecv,  ///< grouped point-to-point (see P2pOp)
+  kCount
+};
+const char* collName(Coll c);
+
+/// One point-to-point operation of a group, as seen by one rank.
+struct P2pOp {
+  bool isSend = false;
+  int peer = -1;
+  Buf buf = Buf::kSend;  ///< which op buffer slot holds its data (see PlanArgs)
+  uint64_t offset = 0;   ///< element offset within that buffer
+  uint64_t count = 0;
+};
+
+/// Everything a builder may look at. Pure data: no pointers to user memory.
+struct PlanArgs {
+  Coll coll = Coll::kAllReduce;
+  int nranks = 1;
+  int rank = 0;
+  uint64_t count = 0;     ///< elements, with NCCL's meaning for the collective:
+                          ///< AllGather/Gather: per-rank send count;
+                          ///< ReduceScatter/Scatter: per-rank recv count;
+                          ///< AllToAll: per-peer count.
+  size_t typeSize = 4;    ///< bytes per element
+  int root = 0;
+  bool inPlace = false;   ///< sendbuff and recvbuff are the same (with NCCL's offset rule)
+  std::vector<P2pOp> p2p; ///< kSendRecv only
+};
+
+/// Executor-chosen parameters the builder must honour.
+struct PlanParams {
+  uint64_t chunkBytes = 1 << 20;  ///< max bytes per step around a cycle
+  int nChannels = 1;
+};
+
+}  // namespace braid

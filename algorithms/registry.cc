@@ -1,0 +1,121 @@
+#include "algorithms/registry.h"
+
+#include <strings.h>
+
+#include "algorithms/builders.h"
+#include "src/config/log.h"
+#include "src/core/error.h"
+
+namespace braid {
+
+const std::vector<Algorithm>& allAlgorithms() {
+  // {collective, name, NCCL_ALGO name, description, builder}; default first.
+  static const std::vector<Algorithm> table = {
+      {Coll::kAllReduce, "ring", "Ring",
+       "ring reduce-scatter then ring all-gather, in loops of nranks chunks",
+       builders::allReduceRing},
+      {Coll::kBroadcast, "chain", "Ring", "pipelined chain from the root along the ring",
+       builders::broadcastChain},
+      {Coll::kReduce, "chain", "Ring", "pipelined chain along the ring ending at the root",
+       builders::reduceChain},
+      {Coll::kAllGather, "ring", "Ring", "ring all-gather, every block n-1 hops",
+       builders::allGatherRing},
+      {Coll::kReduceScatter, "ring", "Ring", "ring reduce-scatter, every block n-1 hops",
+       builders::reduceScatterRing},
+      {Coll::kAllToAll, "pairwise", nullptr,
+       "round i: send to r+i, receive from r-i, as two concurrent programs",
+       builders::allToAllPairwise},
+      {Coll::kGather, "direct", nullptr, "every rank sends to the root directly",
+       builders::gatherDirect},
+      {Coll::kScatter, "direct", nullptr, "the root sends to every rank directly",
+       builders::scatterDirect},
+      {Coll::kSendRecv, "p2p", nullptr, "one program per peer and direction, ops in order",
+       builders::sendRecvP2p},
+  };
+  return table;
+}
+
+std::vector<const Algorithm*> algorithmsFor(Coll coll) {
+  std::vector<const Algorithm*> out;
+  for (const Algorithm& a : allAlgorithms())
+    if (a.coll == coll) out.push_back(&a);
+  return out;
+}
+
+const Algorithm* findAlgorithm(Coll coll, const std::string& name) {
+  for (const Algorithm& a : allAlgorithms()) {
+    if (a.coll != coll) continue;
+    if (strcasecmp(a.name, name.c_str()) == 0) return &a;
+    if (a.ncclName && strcasecmp(a.ncclName, name.c_str()) == 0) return &a;
+  }
+  return nullptr;
+}
+
+const Algorithm* defaultAlgorithm(Coll coll) {
+  for (const Algorithm& a : allAlgorithms())
+    if (a.coll == coll) return &a;
+  return nullptr;
+}
+
+namespace {
+
+ncclResult_t checkArgs(const PlanArgs& a, const PlanParams& p) {
+  const char* coll = collName(a.coll);
+  if (a.coll >= Coll::kCount)
+    return setError(ncclInvalidArgument, nullptr, "buildPlan: invalid collective %d",
+                    int(a.coll));
+  if (a.nranks < 1 || a.rank < 0 || a.rank >= a.nranks)
+    return setError(ncclInvalidArgument, nullptr, "%s plan: rank %d out of range [0, %d)",
+                    coll, a.rank, a.nranks);
+  if (a.root < 0 || a.root >= a.nranks)
+    return setError(ncclInvalidArgument, nullptr, "%s plan: root %d out of range [0, %d)",
+                    coll, a.root, a.nranks);
+  if (a.typeSize == 0 || p.chunkBytes < a.typeSize)
+    return setError(ncclInvalidArgument, nullptr,
+                    "%s plan: chunkBytes %llu smaller than one element (%zu bytes)", coll,
+                    static_cast<unsigned long long>(p.chunkBytes), a.typeSize);
+  if (p.nChannels < 1 || p.nChannels > 65535)
+    return setError(ncclInvalidArgument, nullptr, "%s plan: nChannels %d out of range", coll,
+                    p.nChannels);
+  for (const P2pOp& op : a.p2p) {
+    if (op.peer < 0 || op.peer >= a.nranks)
+      return setError(ncclInvalidArgument, nullptr, "%s plan: %s peer %d out of range [0, %d)",
+                      coll, op.isSend ? "send" : "recv", op.peer, a.nranks);
+    if (op.buf == Buf::kNone)
+      return setError(ncclInvalidArgument, nullptr, "%s plan: %s to/from peer %d has no buffer",
+                      coll, op.isSend ? "send" : "recv", op.peer);
+  }
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t buildPlan(const PlanArgs& args, const PlanParams& params, const Algorithm* algo,
+                       Plan* plan) {
+  BRAID_CHECK(checkArgs(args, params));
+  const Algorithm* fallback = defaultAlgorithm(args.coll);
+  if (!algo) algo = fallback;
+  if (algo && algo->coll != args.coll)
+    return setError(ncclInvalidArgument, nullptr, "%s plan: algorithm %s is for %s",
+                    collName(args.coll), algo->name, collName(algo->coll));
+  for (const Algorithm* a : {algo, fallback}) {
+    if (!a) continue;
+    plan->programs.clear();
+    plan->algorithm = a->name;
+    if (a->build(args, params, plan)) {
+      if (a != algo)
+        BRAID_INFO(kLogTuning, "%s: algorithm %s does not support this call, using %s",
+                   collName(args.coll), algo->name, a->name);
+      return ncclSuccess;
+    }
+    if (a == fallback) break;
+  }
+  plan->programs.clear();
+  return setError(ncclInvalidUsage, nullptr,
+                  "%s: no algorithm supports this call (nranks %d, count %llu%s)",
+                  collName(args.coll), args.nranks,
+                  static_cast<unsigned long long>(args.count),
+                  args.inPlace ? ", in place" : "");
+}
+
+}  // namespace braid

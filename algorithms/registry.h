@@ -1,0 +1,45 @@
+// The algorithm registry: every plan builder as one row of a table, so selection
+// (tuner, NCCL_ALGO) and the tests iterate algorithms as data.
+//
+//   const Algorithm* algo = findAlgorithm(Coll::kAllReduce, "ring");
+//   Plan plan;
+//   BRAID_CHECK(buildPlan(args, params, algo, &plan));
+#pragma once
+#include <string>
+#include <vector>
+
+#include "algorithms/plan.h"
+#include "nccl.h"
+
+namespace braid {
+
+struct Algorithm {
+  Coll coll;
+  const char* name;         ///< our name, lower case ("ring", "chain", "pairwise")
+  const char* ncclName;     ///< the NCCL_ALGO name it answers to ("Ring"), or nullptr
+  const char* description;  ///< one line, for braid-info and logs
+  /// Appends the plan's programs to an empty Plan; false if the arguments are not
+  /// supported (the caller falls back to another algorithm).
+  bool (*build)(const PlanArgs& args, const PlanParams& params, Plan* plan);
+};
+
+/// Every algorithm, grouped by collective; the first of each collective is its default.
+const std::vector<Algorithm>& allAlgorithms();
+
+/// The algorithms of one collective, default first.
+std::vector<const Algorithm*> algorithmsFor(Coll coll);
+
+/// The algorithm of `coll` whose name or NCCL name equals `name` (any case), or nullptr.
+const Algorithm* findAlgorithm(Coll coll, const std::string& name);
+
+/// The collective's default algorithm (never nullptr for a valid collective).
+const Algorithm* defaultAlgorithm(Coll coll);
+
+/// Builds `plan` (cleared first) for `args` with `algo` (nullptr: the default). If the
+/// algorithm declines the arguments, falls back to the collective's default. Returns
+/// ncclInvalidArgument for inconsistent arguments (rank, root, p2p peers, params) and
+/// ncclInvalidUsage when no algorithm supports them; both with a message via setError.
+ncclResult_t buildPlan(const PlanArgs& args, const PlanParams& params, const Algorithm* algo,
+                       Plan* plan);
+
+}  // namespace braid

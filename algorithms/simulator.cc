@@ -1,0 +1,202 @@
+#include "algorithms/simulator.h"
+
+#include <new>
+#include <set>
+
+namespace braid {
+
+namespace {
+
+bool sends(StepKind k) {
+  return k == StepKind::kSend || k == StepKind::kRecvReduceSend ||
+         k == StepKind::kRecvReduceCopySend || k == StepKind::kRecvCopySend;
+}
+bool recvs(StepKind k) { return k != StepKind::kSend && k != StepKind::kCopy; }
+
+std::string where(int rank, size_t prog, size_t step, const Step& s) {
+  return "rank " + std::to_string(rank) + " program " + std::to_string(prog) + " step " +
+         std::to_string(step) + " (" + stepKindName(s.kind) + ")";
+}
+
+std::string checkRegion(const Region& r, const SimRank& rk) {
+  if (r.buf == Buf::kNone) return "";
+  const uint64_t limit = r.buf == Buf::kSend ? rk.sendElems : rk.recvElems;
+  if (r.offset > limit || r.count > limit - r.offset)
+    return std::string(r.buf == Buf::kSend ? "send" : "recv") + " region [" +
+           std::to_string(r.offset) + ", +" + std::to_string(r.count) +
+           ") outside the buffer of " + std::to_string(limit) + " elements";
+  return "";
+}
+
+}  // namespace
+
+std::string checkPlans(const std::vector<SimRank>& ranks, int nChannels, size_t typeSize,
+                       uint64_t maxStepBytes) {
+  const int n = static_cast<int>(ranks.size());
+  // bytes[(src, dst, channel)]: sent minus received.
+  std::map<std::tuple<int, int, int>, int64_t> balance;
+  for (int r = 0; r < n; ++r) {
+    const Plan* plan = ranks[r].plan;
+    if (!plan) return "rank " + std::to_string(r) + " has no plan";
+    std::set<std::tuple<int, int, bool>> used;  // (peer, channel, isSend) -> program
+    for (size_t pi = 0; pi < plan->programs.size(); ++pi) {
+      std::set<std::tuple<int, int, bool>> mine;
+      const auto& steps = plan->programs[pi].steps;
+      for (size_t si = 0; si < steps.size(); ++si) {
+        const Step& s = steps[si];
+        const std::string at = where(r, pi, si, s);
+        if (s.channel >= nChannels) return at + ": channel " + std::to_string(s.channel) +
+                                           " >= nChannels " + std::to_string(nChannels);
+        if (s.count() == 0) return at + ": moves zero elements";
+        for (const Region* reg : {&s.src, &s.dst})
+          if (reg->buf != Buf::kNone && reg->count != s.count())
+            return at + ": regions of different sizes";
+        const bool needSrc = s.kind != StepKind::kRecv && s.kind != StepKind::kRecvCopySend;
+        const bool needDst = s.kind != StepKind::kSend && s.kind != StepKind::kRecvReduceSend;
+        if (needSrc != (s.src.buf != Buf::kNone)) return at + ": src region wrong";
+        if (needDst != (s.dst.buf != Buf::kNone)) return at + ": dst region wrong";
+        for (const Region* reg : {&s.src, &s.dst}) {
+          std::string e = checkRegion(*reg, ranks[r]);
+          if (!e.empty()) return at + ": " + e;
+        }
+        const int64_t bytes = int64_t(s.count() * typeSize);
+        if ((sends(s.kind) || recvs(s.kind)) && maxStepBytes && uint64_t(bytes) > maxStepBytes)
+          return at + ": moves " + std::to_string(bytes) + " bytes over a connection, more than chunkBytes " +
+                 std::to_string(maxStepBytes);
+        if (sends(s.kind)) {
+          if (s.sendPeer < 0 || s.sendPeer >= n) return at + ": bad send peer";
+          mine.insert(std::make_tuple(s.sendPeer, int(s.channel), true));
+          balance[std::make_tuple(r, s.sendPeer, int(s.channel))] += bytes;
+        }
+        if (recvs(s.kind)) {
+          if (s.recvPeer < 0 || s.recvPeer >= n) return at + ": bad recv peer";
+          mine.insert(std::make_tuple(s.recvPeer, int(s.channel), false));
+          balance[std::make_tuple(s.recvPeer, r, int(s.channel))] -= bytes;
+        }
+      }
+      for (const auto& key : mine) {
+        if (!used.insert(key).second)
+          return "rank " + std::to_string(r) + ": two programs " +
+                 (std::get<2>(key) ? "send to" : "receive from") + " rank " +
+                 std::to_string(std::get<0>(key)) + " on channel " +
+                 std::to_string(std::get<1>(key));
+      }
+    }
+  }
+  for (const auto& kv : balance) {
+    if (kv.second == 0) continue;
+    return "connection rank " + std::to_string(std::get<0>(kv.first)) + " -> rank " +
+           std::to_string(std::get<1>(kv.first)) + " channel " +
+           std::to_string(std::get<2>(kv.first)) + ": " +
+           (kv.second > 0 ? "sends " : "receives ") + std::to_string(kv.second > 0 ? kv.second : -kv.second) +
+           " bytes more than the other side " + (kv.second > 0 ? "receives" : "sends");
+  }
+  return "";
+}
+
+/// One simulated connection: heap memory holding the FIFO, and both of its ends.
+struct Simulator::Fifo {
+  explicit Fifo(const SimGeometry& g) : bytes(FifoLayout::bytesFor(g.nslots, g.slotBytes)) {
+    mem = ::operator new(bytes, std::align_val_t(64));
+    FifoLayout::init(mem, g.nslots, g.slotBytes);
+    sender.attach(mem);
+    receiver.attach(mem);
+  }
+  ~Fifo() { ::operator delete(mem, std::align_val_t(64)); }
+  Fifo(const Fifo&) = delete;
+  Fifo& operator=(const Fifo&) = delete;
+  size_t bytes;
+  void* mem;
+  FifoSender sender;
+  FifoReceiver receiver;
+};
+
+/// The connections of one rank, as PlanRun sees them.
+class Simulator::Conns : public ConnTable {
+ public:
+  Conns(Simulator* sim, int rank) : sim_(sim), rank_(rank) {}
+  FifoSender* sender(int peer, int channel) override {
+    if (!valid(peer, channel)) return nullptr;
+    return &sim_->fifo(rank_, peer, channel)->sender;
+  }
+  FifoReceiver* receiver(int peer, int channel) override {
+    if (!valid(peer, channel)) return nullptr;
+    return &sim_->fifo(peer, rank_, channel)->receiver;
+  }
+  bool allowsDirect(int, int) override { return sim_->geo_.direct; }
+
+ private:
+  bool valid(int peer, int channel) const {
+    return peer >= 0 && peer < sim_->nranks_ && channel >= 0 && channel < sim_->nChannels_;
+  }
+  Simulator* sim_;
+  int rank_;
+};
+
+Simulator::Simulator(int nranks, int nChannels, SimGeometry geometry)
+    : nranks_(nranks), nChannels_(nChannels), geo_(geometry) {}
+
+Simulator::~Simulator() = default;
+
+Simulator::Fifo* Simulator::fifo(int src, int dst, int channel) {
+  auto key = std::make_tuple(src, dst, channel);
+  auto it = fifos_.find(key);
+  if (it == fifos_.end()) it = fifos_.emplace(key, std::make_unique<Fifo>(geo_)).first;
+  return it->second.get();
+}
+
+SimResult Simulator::run(const std::vector<SimRank>& ranks) {
+  SimResult res;
+  if (static_cast<int>(ranks.size()) != nranks_) {
+    res.error = "simulator built for " + std::to_string(nranks_) + " ranks, given " +
+                std::to_string(ranks.size());
+    return res;
+  }
+  if (geo_.nslots == 0 || geo_.slotBytes == 0 || geo_.slotBytes % 8 != 0) {
+    res.error = "FIFO geometry: slotBytes must be a positive multiple of 8";
+    return res;
+  }
+  fifos_.clear();
+  std::vector<std::unique_ptr<Conns>> conns;
+  std::vector<PlanRun> runs;
+  runs.reserve(ranks.size());
+  for (int r = 0; r < nranks_; ++r) {
+    conns.push_back(std::make_unique<Conns>(this, r));
+    runs.emplace_back(ranks[r].plan, ranks[r].bufs, ranks[r].reducer, conns.back().get(),
+                      ranks[r].allowDirect);
+  }
+  for (;;) {
+    ++res.passes;
+    bool moved = false, allDone = true;
+    for (int r = 0; r < nranks_; ++r) {
+      PlanRun& run = runs[r];
+      if (run.state() == RunState::kRunning) moved |= run.progress();
+      if (run.state() == RunState::kError) {
+        res.error = "rank " + std::to_string(r) + ": " + run.error();
+        return res;
+      }
+      if (run.state() != RunState::kDone) allDone = false;
+    }
+    if (allDone) break;
+    if (!moved) {
+      res.deadlock = true;
+      res.error = "DEADLOCK:";
+      for (int r = 0; r < nranks_; ++r)
+        if (runs[r].state() != RunState::kDone)
+          res.error += " [rank " + std::to_string(r) + ": " + runs[r].describeWait() + "]";
+      return res;
+    }
+  }
+  for (auto& kv : fifos_) {
+    if (kv.second->sender.drained()) continue;
+    res.error = "connection rank " + std::to_string(std::get<0>(kv.first)) + " -> rank " +
+                std::to_string(std::get<1>(kv.first)) + " channel " +
+                std::to_string(std::get<2>(kv.first)) +
+                ": data left unconsumed after every rank finished";
+    return res;
+  }
+  res.ok = true;
+  return res;
+}
+
+}  // namespace braid

@@ -1,0 +1,36 @@
+// reduce_perf: The root gets the reduction of all ranks' inputs; other outputs are not checked.
+// A table entry over the shared driver (perf/common.h).
+#include "perf/common.h"
+
+namespace braid_perf {
+namespace {
+
+bool expected(const Pattern& p, const Counts& c, int rank, int nranks, int root, size_t k,
+              double* v) {
+  if (rank != root) return false;
+  *v = p.reduced(k);
+  return true;
+}
+
+ncclResult_t run(const CallArgs& a) {
+  return ncclReduce(a.send, a.recv, a.count, a.type, a.op, a.root, a.comm, nullptr);
+}
+
+CollSpec spec() {
+  CollSpec s{};
+  s.name = "reduce";
+  s.reduces = true;
+  s.rooted = true;
+  s.inPlace = InPlace::kSendInRecv;
+  s.inPlaceOffset = offsetZero;
+  s.counts = countsSameSize;
+  s.busBwFactor = factorOne;
+  s.expected = expected;
+  s.run = run;
+  return s;
+}
+
+}  // namespace
+}  // namespace braid_perf
+
+int main(int argc, char** argv) { return braid_perf::perfMain(argc, argv, braid_perf::spec()); }

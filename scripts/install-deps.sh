@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Braid's build, tests and perf suite need (as root on
+# Debian bookworm). Skips apt entirely when everything is already installed.
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config python3 python3-matplotlib
+      libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev
+      libopenmpi-dev openmpi-bin iproute2 procps)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds Braid and runs every test: the full suite on a normal build, then the
+# multi-rank suites again under ASan+UBSan and under TSan. Usage: scripts/run-tests.sh
+# Environment: BRAID_JOBS (build parallelism, default: nproc), BRAID_SKIP_SANITIZERS=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=${BRAID_JOBS:-$(nproc)}
+export CTEST_OUTPUT_ON_FAILURE=1
+
+build() {  # build <dir> <cmake args...>
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+
+echo "== build (RelWithDebInfo) =="
+build build
+echo "== tests =="
+(cd build && ctest -j 2 --timeout 600 -LE "serial" && ctest --timeout 600 -L "serial")
+
+if [ "${BRAID_SKIP_SANITIZERS:-0}" != 1 ]; then
+  echo "== ASan+UBSan: multi-rank tests =="
+  build build-asan -DBRAID_SANITIZE=address -DBRAID_BUILD_PERF=OFF
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --timeout 900 -L multirank)
+  echo "== TSan: multi-rank tests (ranks as threads) =="
+  build build-tsan -DBRAID_SANITIZE=thread -DBRAID_BUILD_PERF=OFF
+  (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --timeout 900 -L threads)
+fi
+echo "== all tests passed =="

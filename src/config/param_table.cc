@@ -1,0 +1,58 @@
+// The definitions of every environment variable (see params.h). Keep sorted by topic;
+// docs/environment.md lists the same table.
+#include "src/config/params.h"
+
+namespace braid {
+namespace param {
+
+const StringParam kDebug("NCCL_DEBUG", "",
+    "Log level: VERSION, WARN, INFO or TRACE (empty: silent).");
+const StringParam kDebugSubsys("NCCL_DEBUG_SUBSYS", "INIT,ENV",
+    "Comma list of subsystems logged at INFO: INIT, COLL, P2P, SHM, NET, GRAPH, TUNING, "
+    "ENV, ALLOC, CALL, PROXY, BOOTSTRAP, REG, PLAN, EXEC or ALL; a leading ^ excludes.");
+const StringParam kDebugFile("NCCL_DEBUG_FILE", "",
+    "Write the log to this file instead of stdout; %h expands to the host name, %p to the pid.");
+
+const StringParam kAlgo("NCCL_ALGO", "",
+    "Algorithms allowed, e.g. 'Ring' or '^Ring' or 'allreduce:ring;broadcast:chain' "
+    "(case-insensitive). Empty: the tuner chooses.");
+const StringParam kProto("NCCL_PROTO", "",
+    "Protocols allowed (Simple, LL, LL128; '^' excludes). The host path implements Simple.");
+const IntParam kMinNChannels("NCCL_MIN_NCHANNELS", 1,
+    "Minimum number of channels (independent connection sets) per collective.");
+const IntParam kMaxNChannels("NCCL_MAX_NCHANNELS", 1,
+    "Maximum number of channels per collective.");
+
+const BoolParam kShmDisable("NCCL_SHM_DISABLE", false,
+    "Disable the shared-memory transport: ranks on one host use sockets.");
+const BoolParam kP2pDisable("NCCL_P2P_DISABLE", false,
+    "Disable peer-to-peer (same-process and CUDA IPC) transports: use shm instead.");
+const StringParam kSocketIfname("NCCL_SOCKET_IFNAME", "",
+    "Network interfaces for bootstrap and socket traffic: prefix list, '^' excludes, "
+    "'=' exact match (e.g. 'eth0', '^docker,lo', '=veth0'). Empty: any non-loopback "
+    "interface, else loopback.");
+const StringParam kCommId("NCCL_COMM_ID", "",
+    "ip:port of the bootstrap root: every process derives the same unique id from it "
+    "and rank 0 listens there.");
+const StringParam kHostId("NCCL_HOSTID", "",
+    "Override the host identity (default: hostname and boot id). Ranks with different "
+    "host ids never use shared memory.");
+const IntParam kBuffSize("NCCL_BUFFSIZE", 4 << 20,
+    "Bytes of FIFO per connection (per channel and direction).");
+const StringParam kTransport("BRAID_TRANSPORT", "auto",
+    "Force one transport for every peer: local, shm, socket, or auto.");
+const IntParam kFifoSlots("BRAID_FIFO_SLOTS", 8,
+    "Slots per connection FIFO (NCCL_BUFFSIZE is split among them).");
+
+const IntParam kTimeoutMs("BRAID_TIMEOUT_MS", 300000,
+    "A collective waiting this long without progress fails with ncclSystemError naming "
+    "the rank it waits on (0: never).");
+const IntParam kBootstrapTimeoutMs("BRAID_BOOTSTRAP_TIMEOUT_MS", 120000,
+    "Time limit for bootstrap and connection setup steps.");
+const IntParam kPeerCheckMs("BRAID_PEER_CHECK_MS", 200,
+    "After this long without progress, check whether the peers waited on are alive.");
+const IntParam kSpinCount("BRAID_SPIN", 2000,
+    "Busy polls before a waiting rank starts yielding the CPU.");
+
+}  // namespace param
+}  // namespace braid

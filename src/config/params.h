@@ -1,0 +1,86 @@
+// The one typed registry of environment variables. Every variable Braid reads is
+// declared here and defined (default, meaning) in params.cc; `braid-info` prints them
+// all. NCCL_ names keep NCCL's meaning; BRAID_ names are our own.
+//
+//   int64_t bytes = param::kBuffSize.get();   // reads the environment each call
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace braid {
+
+enum class ParamType { kInt, kBool, kString };
+
+class ParamBase {
+ public:
+  ParamBase(const char* name, ParamType type, std::string defaultValue, const char* meaning);
+  const char* name() const { return name_; }
+  ParamType type() const { return type_; }
+  const std::string& defaultValue() const { return default_; }
+  const char* meaning() const { return meaning_; }
+  /// Raw value from the environment, or nullptr if unset (or set to "").
+  const char* raw() const;
+  /// The value as text: the environment's if set, else the default.
+  std::string text() const;
+  /// Every registered parameter, sorted by name.
+  static std::vector<const ParamBase*> all();
+
+ private:
+  const char* name_;
+  ParamType type_;
+  std::string default_;
+  const char* meaning_;
+};
+
+class IntParam : public ParamBase {
+ public:
+  IntParam(const char* name, int64_t def, const char* meaning);
+  /// Environment value (decimal, 0x hex, K/M/G suffixes) or the default. A malformed
+  /// value warns once and yields the default.
+  int64_t get() const;
+  int64_t defaultInt() const { return def_; }
+
+ private:
+  int64_t def_;
+};
+
+class BoolParam : public ParamBase {
+ public:
+  BoolParam(const char* name, bool def, const char* meaning);
+  bool get() const;  ///< "1", "true", "yes", "on" (any case) are true
+};
+
+class StringParam : public ParamBase {
+ public:
+  StringParam(const char* name, const char* def, const char* meaning);
+  std::string get() const;
+};
+
+namespace param {
+// Logging
+extern const StringParam kDebug;         // NCCL_DEBUG
+extern const StringParam kDebugSubsys;   // NCCL_DEBUG_SUBSYS
+extern const StringParam kDebugFile;     // NCCL_DEBUG_FILE
+// Algorithm selection
+extern const StringParam kAlgo;          // NCCL_ALGO
+extern const StringParam kProto;         // NCCL_PROTO
+extern const IntParam kMinNChannels;     // NCCL_MIN_NCHANNELS
+extern const IntParam kMaxNChannels;     // NCCL_MAX_NCHANNELS
+// Transports
+extern const BoolParam kShmDisable;      // NCCL_SHM_DISABLE
+extern const BoolParam kP2pDisable;      // NCCL_P2P_DISABLE
+extern const StringParam kSocketIfname;  // NCCL_SOCKET_IFNAME
+extern const StringParam kCommId;        // NCCL_COMM_ID
+extern const StringParam kHostId;        // NCCL_HOSTID
+extern const IntParam kBuffSize;         // NCCL_BUFFSIZE
+extern const StringParam kTransport;     // BRAID_TRANSPORT
+extern const IntParam kFifoSlots;        // BRAID_FIFO_SLOTS
+// Timeouts and faults
+extern const IntParam kTimeoutMs;        // BRAID_TIMEOUT_MS
+extern const IntParam kBootstrapTimeoutMs;  // BRAID_BOOTSTRAP_TIMEOUT_MS
+extern const IntParam kPeerCheckMs;      // BRAID_PEER_CHECK_MS
+extern const IntParam kSpinCount;        // BRAID_SPIN
+}  // namespace param
+
+}  // namespace braid

@@ -1,0 +1,208 @@
+// The collective and point-to-point entry points: validate, record, run.
+#include <algorithm>
+#include <cstdint>
+
+#include "src/core/comm.h"
+#include "src/core/error.h"
+#include "src/core/group.h"
+#include "src/reduce/reducer.h"
+
+using namespace braid;
+
+namespace {
+
+enum Need : unsigned { kNone = 0, kAll = 1, kRoot = 2 };
+
+struct CollRule {
+  bool reduces;      ///< takes a reduction op
+  bool rooted;       ///< takes a root
+  size_t sendMult;   ///< send buffer = count * (sendMult ? sendMult : nranks) elements
+  size_t recvMult;
+  unsigned sendNeed;  ///< who must pass a send buffer
+  unsigned recvNeed;
+};
+
+CollRule ruleFor(Coll c) {
+  switch (c) {
+    case Coll::kAllReduce: return {true, false, 1, 1, kAll, kAll};
+    case Coll::kBroadcast: return {false, true, 1, 1, kRoot, kAll};
+    case Coll::kReduce: return {true, true, 1, 1, kAll, kRoot};
+    case Coll::kAllGather: return {false, false, 1, 0, kAll, kAll};
+    case Coll::kReduceScatter: return {true, false, 0, 1, kAll, kAll};
+    case Coll::kAllToAll: return {false, false, 0, 0, kAll, kAll};
+    case Coll::kGather: return {false, true, 1, 0, kAll, kRoot};
+    case Coll::kScatter: return {false, true, 0, 1, kRoot, kAll};
+    default: return {false, false, 1, 1, kNone, kNone};
+  }
+}
+
+ncclResult_t checkBuffer(Comm* c, const char* call, const char* name, const void* p, size_t elems,
+                         ncclDataType_t type) {
+  if (elems == 0) return ncclSuccess;
+  if (p == nullptr)
+    return setError(ncclInvalidArgument, c, "%s: %s is NULL (%s)", call, name, c->who().c_str());
+  size_t ts = dataTypeSize(type);
+  if (reinterpret_cast<uintptr_t>(p) % ts != 0)
+    return setError(ncclInvalidArgument, c,
+                    "%s: %s %p is not aligned to the %zu-byte size of %s (%s)", call, name, p, ts,
+                    dataTypeName(type), c->who().c_str());
+  return ncclSuccess;
+}
+
+ncclResult_t checkOp(Comm* c, const char* call, ncclRedOp_t op, ncclDataType_t type) {
+  int o = int(op);
+  if (o >= 0 && o < int(ncclNumOps)) return ncclSuccess;
+  size_t idx = size_t(o) - size_t(ncclNumOps);
+  if (o < 0 || idx >= c->userOps.size() || !c->userOps[idx].live)
+    return setError(ncclInvalidArgument, c,
+                    "%s: invalid reduction op %d (not a built-in op nor a live op from "
+                    "ncclRedOpCreatePreMulSum on this communicator)", call, o);
+  if (c->userOps[idx].type != type)
+    return setError(ncclInvalidArgument, c,
+                    "%s: reduction op %d was created for datatype %s but is used with %s", call,
+                    o, dataTypeName(c->userOps[idx].type), dataTypeName(type));
+  return ncclSuccess;
+}
+
+/// Validates an op against NCCL's rules; every message names the argument.
+ncclResult_t validate(const OpRecord& op) {
+  BRAID_CHECK(checkCommUsable(asHandle(op.comm), op.call));
+  Comm* c = op.comm;
+  if (dataTypeSize(op.type) == 0)
+    return setError(ncclInvalidArgument, c, "%s: invalid datatype %d (valid: 0..%d)", op.call,
+                    int(op.type), int(ncclNumTypes) - 1);
+  const CollRule rule = ruleFor(op.coll);
+  if (rule.reduces) BRAID_CHECK(checkOp(c, op.call, op.op, op.type));
+  if (rule.rooted && (op.root < 0 || op.root >= c->nranks))
+    return setError(ncclInvalidArgument, c, "%s: root %d is out of range for %d ranks", op.call,
+                    op.root, c->nranks);
+  if (op.coll == Coll::kSendRecv && (op.root < 0 || op.root >= c->nranks))
+    return setError(ncclInvalidArgument, c, "%s: peer %d is out of range for %d ranks", op.call,
+                    op.root, c->nranks);
+  const size_t n = size_t(c->nranks), ts = dataTypeSize(op.type);
+  size_t sendMult = rule.sendMult ? rule.sendMult : n, recvMult = rule.recvMult ? rule.recvMult : n;
+  if (op.coll == Coll::kSendRecv) {
+    sendMult = op.isSend ? 1 : 0;
+    recvMult = op.isSend ? 0 : 1;
+  }
+  size_t maxMult = std::max(sendMult, recvMult);
+  if (maxMult && op.count > SIZE_MAX / ts / maxMult)
+    return setError(ncclInvalidArgument, c, "%s: count %zu of %s overflows the address space",
+                    op.call, op.count, dataTypeName(op.type));
+  const bool root = op.root == c->rank;
+  bool needSend = op.coll == Coll::kSendRecv ? op.isSend
+                  : rule.sendNeed == kAll || (rule.sendNeed == kRoot && root);
+  bool needRecv = op.coll == Coll::kSendRecv ? !op.isSend
+                  : rule.recvNeed == kAll || (rule.recvNeed == kRoot && root);
+  if (needSend) BRAID_CHECK(checkBuffer(c, op.call, "sendbuff", op.sendbuff, op.count * sendMult, op.type));
+  if (needRecv) BRAID_CHECK(checkBuffer(c, op.call, "recvbuff", op.recvbuff, op.count * recvMult, op.type));
+  return ncclSuccess;
+}
+
+ncclResult_t submit(OpRecord op) {
+  ncclResult_t r = validate(op);
+  if (r != ncclSuccess) {
+    if (inGroup()) groupNoteError(r);
+    return r;
+  }
+  BRAID_INFO(kLogColl, "%s: opCount %llu sendbuff %p recvbuff %p count %zu datatype %d op %d "
+             "root %d comm %p [nranks=%d] stream %p", op.call,
+             static_cast<unsigned long long>(op.comm->opCount), op.sendbuff, op.recvbuff,
+             op.count, int(op.type), int(op.op), op.root, static_cast<void*>(op.comm),
+             op.comm->nranks, static_cast<void*>(op.stream));
+  return enqueueOp(op);
+}
+
+OpRecord record(Coll coll, const char* call, ncclComm_t comm, const void* send, void* recv,
+                size_t count, ncclDataType_t type, ncclRedOp_t op, int root, cudaStream_t stream) {
+  OpRecord r;
+  r.coll = coll;
+  r.call = call;
+  r.comm = asComm(comm);
+  r.sendbuff = send;
+  r.recvbuff = recv;
+  r.count = count;
+  r.type = type;
+  r.op = op;
+  r.root = root;
+  r.stream = stream;
+  return r;
+}
+
+}  // namespace
+
+extern "C" {
+
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t stream) {
+  return submit(record(Coll::kAllReduce, "ncclAllReduce", comm, sendbuff, recvbuff, count,
+                       datatype, op, 0, stream));
+}
+
+ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           ncclDataType_t datatype, int root, ncclComm_t comm,
+                           cudaStream_t stream) {
+  return submit(record(Coll::kBroadcast, "ncclBroadcast", comm, sendbuff, recvbuff, count,
+                       datatype, ncclSum, root, stream));
+}
+
+ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
+                       ncclComm_t comm, cudaStream_t stream) {
+  return submit(record(Coll::kBroadcast, "ncclBcast", comm, buff, buff, count, datatype, ncclSum,
+                       root, stream));
+}
+
+ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                        ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+                        cudaStream_t stream) {
+  return submit(record(Coll::kReduce, "ncclReduce", comm, sendbuff, recvbuff, count, datatype,
+                       op, root, stream));
+}
+
+ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return submit(record(Coll::kAllGather, "ncclAllGather", comm, sendbuff, recvbuff, sendcount,
+                       datatype, ncclSum, 0, stream));
+}
+
+ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                               cudaStream_t stream) {
+  return submit(record(Coll::kReduceScatter, "ncclReduceScatter", comm, sendbuff, recvbuff,
+                       recvcount, datatype, op, 0, stream));
+}
+
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return submit(record(Coll::kAllToAll, "ncclAlltoAll", comm, sendbuff, recvbuff, count,
+                       datatype, ncclSum, 0, stream));
+}
+
+ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
+                        ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit(record(Coll::kGather, "ncclGather", comm, sendbuff, recvbuff, count, datatype,
+                       ncclSum, root, stream));
+}
+
+ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit(record(Coll::kScatter, "ncclScatter", comm, sendbuff, recvbuff, count, datatype,
+                       ncclSum, root, stream));
+}
+
+ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                      ncclComm_t comm, cudaStream_t stream) {
+  OpRecord r = record(Coll::kSendRecv, "ncclSend", comm, sendbuff, nullptr, count, datatype,
+                      ncclSum, peer, stream);
+  r.isSend = true;
+  return submit(r);
+}
+
+ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                      ncclComm_t comm, cudaStream_t stream) {
+  return submit(record(Coll::kSendRecv, "ncclRecv", comm, nullptr, recvbuff, count, datatype,
+                       ncclSum, peer, stream));
+}
+
+}  // extern "C"

@@ -1,0 +1,104 @@
+// Communicator teardown and queries: ncclCommFinalize/Destroy/Abort/Revoke,
+// ncclCommGetAsyncError, ncclCommCount/CuDevice/UserRank.
+#include <sched.h>
+
+#include <thread>
+
+#include "src/core/comm.h"
+#include "src/core/error.h"
+
+using namespace braid;
+
+namespace {
+
+/// Waits until no host stream holds work for this comm.
+void waitQueued(Comm* c) {
+  while (c->queuedBatches.load() > 0) std::this_thread::yield();
+}
+
+/// Joins a nonblocking init still running (it gives up promptly once aborted).
+void joinInit(Comm* c) {
+  if (c->initThread.joinable()) c->initThread.join();
+}
+
+}  // namespace
+
+extern "C" {
+
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  BRAID_CHECK(checkComm(comm, "ncclCommFinalize"));
+  Comm* c = asComm(comm);
+  joinInit(c);
+  waitQueued(c);
+  c->finalized = true;
+  return ncclResult_t(c->asyncError.load() == ncclInProgress ? ncclSuccess : c->asyncError.load());
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;  // as NCCL: destroying NULL is a no-op
+  BRAID_CHECK(checkComm(comm, "ncclCommDestroy"));
+  Comm* c = asComm(comm);
+  joinInit(c);
+  waitQueued(c);
+  { std::lock_guard<std::mutex> lock(c->execMutex); }
+  delete c;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;
+  BRAID_CHECK(checkComm(comm, "ncclCommAbort"));
+  Comm* c = asComm(comm);
+  c->abortFlag.store(true);
+  c->closeConnections(kFifoSenderAborted);
+  joinInit(c);
+  waitQueued(c);
+  // Any thread inside this comm's work sees the flag within a few microseconds and
+  // leaves; taking the lock waits for that.
+  { std::lock_guard<std::mutex> lock(c->execMutex); }
+  delete c;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  BRAID_CHECK(checkComm(comm, "ncclCommRevoke"));
+  Comm* c = asComm(comm);
+  if (revokeFlags != NCCL_REVOKE_DEFAULT)
+    return setError(ncclInvalidArgument, c, "ncclCommRevoke: revokeFlags must be "
+                    "NCCL_REVOKE_DEFAULT (0), not 0x%x", revokeFlags);
+  c->revoked.store(true);
+  c->closeConnections(kFifoSenderAborted);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  BRAID_CHECK(checkComm(comm, "ncclCommGetAsyncError"));
+  if (asyncError == nullptr)
+    return setError(ncclInvalidArgument, asComm(comm), "ncclCommGetAsyncError: asyncError is NULL");
+  *asyncError = ncclResult_t(asComm(comm)->asyncError.load());
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  BRAID_CHECK(checkComm(comm, "ncclCommCount"));
+  if (count == nullptr) return setError(ncclInvalidArgument, asComm(comm), "ncclCommCount: count is NULL");
+  *count = asComm(comm)->nranks;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  BRAID_CHECK(checkComm(comm, "ncclCommCuDevice"));
+  if (device == nullptr)
+    return setError(ncclInvalidArgument, asComm(comm), "ncclCommCuDevice: device is NULL");
+  *device = asComm(comm)->cudaDev;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  BRAID_CHECK(checkComm(comm, "ncclCommUserRank"));
+  if (rank == nullptr) return setError(ncclInvalidArgument, asComm(comm), "ncclCommUserRank: rank is NULL");
+  *rank = asComm(comm)->rank;
+  return ncclSuccess;
+}
+
+}  // extern "C"

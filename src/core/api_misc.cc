@@ -1,0 +1,217 @@
+// The rest of the API: version, error strings, memory, registration, windows,
+// user reduction ops, groups, and the Braid extensions (include/braid/braid.h).
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "braid/braid.h"
+#include "src/core/comm.h"
+#include "src/core/error.h"
+#include "src/core/group.h"
+#include "src/core/host_stream.h"
+#include "src/reduce/reducer.h"
+
+using namespace braid;
+
+namespace {
+
+constexpr uint64_t kRegMagic = 0xB4A1D4E6ull;
+constexpr uint64_t kWinMagic = 0xB4A1D317ull;
+
+/// What ncclCommRegister / ncclCommWindowRegister hand out on the host path: a record
+/// of the range (host memory needs no registration for our transports).
+struct Registration {
+  uint64_t magic;
+  Comm* comm;
+  void* buff;
+  size_t size;
+  int flags;
+};
+
+}  // namespace
+
+extern "C" {
+
+ncclResult_t ncclGetVersion(int* version) {
+  if (version == nullptr) return setError(ncclInvalidArgument, nullptr, "ncclGetVersion: version is NULL");
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+const char* ncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the Braid developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+const char* ncclGetLastError(ncclComm_t comm) {
+  Comm* c = comm != nullptr && asComm(comm)->magic.load() == Comm::kMagic ? asComm(comm) : nullptr;
+  return lastError(c);
+}
+
+ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  if (ptr == nullptr) return setError(ncclInvalidArgument, nullptr, "ncclMemAlloc: ptr is NULL");
+  *ptr = nullptr;
+  if (size == 0) return ncclSuccess;
+  // Host path: page-aligned host memory (suitable for windows and registration).
+  if (posix_memalign(ptr, 4096, size) != 0)
+    return setError(ncclSystemError, nullptr, "ncclMemAlloc: cannot allocate %zu bytes", size);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclMemFree(void* ptr) {
+  free(ptr);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  BRAID_CHECK(checkComm(comm, "ncclCommRegister"));
+  Comm* c = asComm(comm);
+  if (handle == nullptr) return setError(ncclInvalidArgument, c, "ncclCommRegister: handle is NULL");
+  if (buff == nullptr && size > 0)
+    return setError(ncclInvalidArgument, c, "ncclCommRegister: buff is NULL");
+  *handle = new Registration{kRegMagic, c, buff, size, 0};
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  BRAID_CHECK(checkComm(comm, "ncclCommDeregister"));
+  auto* r = static_cast<Registration*>(handle);
+  if (r == nullptr || r->magic != kRegMagic || r->comm != asComm(comm))
+    return setError(ncclInvalidArgument, asComm(comm),
+                    "ncclCommDeregister: handle %p was not returned by ncclCommRegister on this "
+                    "communicator", handle);
+  r->magic = 0;
+  delete r;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                    int winFlags) {
+  BRAID_CHECK(checkCommUsable(comm, "ncclCommWindowRegister"));
+  Comm* c = asComm(comm);
+  if (win == nullptr) return setError(ncclInvalidArgument, c, "ncclCommWindowRegister: win is NULL");
+  if (buff == nullptr && size > 0)
+    return setError(ncclInvalidArgument, c, "ncclCommWindowRegister: buff is NULL");
+  if (winFlags & ~(NCCL_WIN_DEFAULT | NCCL_WIN_COLL_SYMMETRIC))
+    return setError(ncclInvalidArgument, c, "ncclCommWindowRegister: unknown winFlags 0x%x", winFlags);
+  if ((winFlags & NCCL_WIN_COLL_SYMMETRIC) &&
+      reinterpret_cast<uintptr_t>(buff) % NCCL_WIN_REQUIRED_ALIGNMENT != 0)
+    return setError(ncclInvalidArgument, c, "ncclCommWindowRegister: a symmetric window must be "
+                    "%d-byte aligned (buff %p)", NCCL_WIN_REQUIRED_ALIGNMENT, buff);
+  *win = reinterpret_cast<ncclWindow_t>(new Registration{kWinMagic, c, buff, size, winFlags});
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  BRAID_CHECK(checkComm(comm, "ncclCommWindowDeregister"));
+  auto* r = reinterpret_cast<Registration*>(win);
+  if (r == nullptr || r->magic != kWinMagic || r->comm != asComm(comm))
+    return setError(ncclInvalidArgument, asComm(comm),
+                    "ncclCommWindowDeregister: win %p was not registered on this communicator",
+                    static_cast<void*>(win));
+  r->magic = 0;
+  delete r;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                      ncclScalarResidence_t residence, ncclComm_t comm) {
+  BRAID_CHECK(checkComm(comm, "ncclRedOpCreatePreMulSum"));
+  Comm* c = asComm(comm);
+  if (op == nullptr) return setError(ncclInvalidArgument, c, "ncclRedOpCreatePreMulSum: op is NULL");
+  if (scalar == nullptr)
+    return setError(ncclInvalidArgument, c, "ncclRedOpCreatePreMulSum: scalar is NULL");
+  size_t ts = dataTypeSize(datatype);
+  if (ts == 0)
+    return setError(ncclInvalidArgument, c, "ncclRedOpCreatePreMulSum: invalid datatype %d",
+                    int(datatype));
+  if (residence != ncclScalarHostImmediate && residence != ncclScalarDevice)
+    return setError(ncclInvalidArgument, c, "ncclRedOpCreatePreMulSum: invalid residence %d",
+                    int(residence));
+  UserRedOp u;
+  u.live = true;
+  u.type = datatype;
+  u.residence = residence;
+  if (residence == ncclScalarHostImmediate) memcpy(u.immediate, scalar, ts);
+  else u.ptr = scalar;  // read when each op runs (host memory on the host path)
+  size_t slot = 0;
+  while (slot < c->userOps.size() && c->userOps[slot].live) ++slot;
+  if (slot == c->userOps.size()) c->userOps.push_back(u);
+  else c->userOps[slot] = u;
+  *op = ncclRedOp_t(int(ncclNumOps) + int(slot));
+  return ncclSuccess;
+}
+
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  BRAID_CHECK(checkComm(comm, "ncclRedOpDestroy"));
+  Comm* c = asComm(comm);
+  size_t idx = size_t(op) - size_t(ncclNumOps);
+  if (int(op) < int(ncclNumOps) || idx >= c->userOps.size() || !c->userOps[idx].live)
+    return setError(ncclInvalidArgument, c,
+                    "ncclRedOpDestroy: op %d was not created by ncclRedOpCreatePreMulSum on this "
+                    "communicator (or was destroyed already)", int(op));
+  c->userOps[idx].live = false;
+  return ncclSuccess;
+}
+
+void ncclResetDebugInit(void) { logReinit(); }
+
+ncclResult_t ncclGroupStart() { return groupStart(); }
+ncclResult_t ncclGroupEnd() { return groupEnd(); }
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) { return groupSimulateEnd(simInfo); }
+
+// ---- Braid extensions ---------------------------------------------------------------
+
+ncclResult_t braidHostStreamCreate(braidHostStream_t* stream) {
+  if (stream == nullptr)
+    return setError(ncclInvalidArgument, nullptr, "braidHostStreamCreate: stream is NULL");
+  *stream = reinterpret_cast<braidHostStream_t>(new HostStream());
+  return ncclSuccess;
+}
+
+static HostStream* hostStreamOf(braidHostStream_t s, const char* call, ncclResult_t* r) {
+  HostStream* h = HostStream::lookup(reinterpret_cast<cudaStream_t>(s));
+  *r = h ? ncclSuccess
+         : setError(ncclInvalidArgument, nullptr, "%s: %p is not a live Braid host stream", call,
+                    static_cast<void*>(s));
+  return h;
+}
+
+ncclResult_t braidHostStreamDestroy(braidHostStream_t stream) {
+  ncclResult_t r;
+  HostStream* h = hostStreamOf(stream, "braidHostStreamDestroy", &r);
+  if (!h) return r;
+  r = h->synchronize();
+  delete h;
+  return r;
+}
+
+ncclResult_t braidHostStreamSynchronize(braidHostStream_t stream) {
+  ncclResult_t r;
+  HostStream* h = hostStreamOf(stream, "braidHostStreamSynchronize", &r);
+  return h ? h->synchronize() : r;
+}
+
+ncclResult_t braidHostStreamQuery(braidHostStream_t stream) {
+  ncclResult_t r;
+  HostStream* h = hostStreamOf(stream, "braidHostStreamQuery", &r);
+  return h ? h->query() : r;
+}
+
+const char* braidVersionString(void) { return BRAID_VERSION_STRING; }
+
+const char* braidBuildFeatures(void) {
+  return "cuda-toolkit=" BRAID_CUDA_FEATURE " host=1 transports=local,shm,socket sanitize="
+         BRAID_SANITIZE_STRING;
+}
+
+}  // extern "C"

@@ -1,0 +1,132 @@
+#include "src/core/comm.h"
+
+#include <cstdio>
+
+#include "src/core/error.h"
+
+namespace braid {
+
+Comm::Comm() = default;
+
+Comm::~Comm() {
+  if (initThread.joinable()) initThread.join();
+  // Connections go first (they may reference proxy state), then the bootstrap.
+  sends.clear();
+  recvs.clear();
+  bootstrap.reset();
+  magic.store(kDeadMagic);
+  forgetErrors(this);
+}
+
+FifoSender* Comm::sender(int peer, int channel) {
+  auto it = sends.find(connKey(peer, channel));
+  return it == sends.end() ? nullptr : &it->second.fifo;
+}
+
+FifoReceiver* Comm::receiver(int peer, int channel) {
+  auto it = recvs.find(connKey(peer, channel));
+  return it == recvs.end() ? nullptr : &it->second.fifo;
+}
+
+bool Comm::allowsDirect(int peer, int channel) {
+  auto it = sends.find(connKey(peer, channel));
+  return it != sends.end() && it->second.allowDirect;
+}
+
+ncclResult_t Comm::chooseTransport(int peer, Transport** out) {
+  const PeerInfo& me = peers[rank];
+  const PeerInfo& other = peers[peer];
+  Transport* local = &localTransport();
+  Transport* shm = &shmTransport();
+  Transport* net = &netSocketTransport();
+  if (peer == rank) {
+    *out = local;  // a rank's connection to itself is always in-process
+    return ncclSuccess;
+  }
+  const std::string& forced = settings.forcedTransport;
+  if (!forced.empty()) {
+    Transport* t = forced == "local" ? local : forced == "shm" ? shm : net;
+    if (!t->canConnect(me, other))
+      return setError(ncclInvalidUsage, this,
+                      "BRAID_TRANSPORT=%s cannot connect rank %d (pid %d on %s) and rank %d "
+                      "(pid %d on %s)",
+                      forced.c_str(), rank, me.pid, me.hostname, peer, other.pid,
+                      other.hostname);
+    *out = t;
+    return ncclSuccess;
+  }
+  if (!settings.p2pDisable && local->canConnect(me, other)) *out = local;
+  else if (!settings.shmDisable && shm->canConnect(me, other)) *out = shm;
+  else *out = net;
+  return ncclSuccess;
+}
+
+ncclResult_t Comm::checkPeer(int peer, std::string* why) {
+  auto check = [&](auto& table) {
+    for (auto& kv : table) {
+      if (int(uint32_t(kv.first)) != peer || !kv.second.res) continue;
+      ncclResult_t r = kv.second.res->checkPeer(why);
+      if (r != ncclSuccess) return r;
+    }
+    return ncclSuccess;
+  };
+  ncclResult_t r = check(sends);
+  return r != ncclSuccess ? r : check(recvs);
+}
+
+void Comm::closeConnections(uint32_t why) {
+  for (auto& kv : sends)
+    if (kv.second.fifo.valid()) kv.second.fifo.close(why);
+  for (auto& kv : recvs)
+    if (kv.second.fifo.valid()) kv.second.fifo.close(why);
+}
+
+ncclResult_t Comm::fatal(ncclResult_t code) {
+  int expected = ncclSuccess;
+  asyncError.compare_exchange_strong(expected, code);
+  // Not abortFlag: the bootstrap stays usable (ncclCommShrink after a failure).
+  closeConnections(kFifoSenderAborted);
+  return code;
+}
+
+std::string Comm::who() const {
+  char buf[96];
+  snprintf(buf, sizeof(buf), "rank %d of %d, comm %p", rank, nranks,
+           static_cast<const void*>(this));
+  return buf;
+}
+
+ncclResult_t checkComm(ncclComm_t handle, const char* call) {
+  if (handle == nullptr)
+    return setError(ncclInvalidArgument, nullptr, "%s: comm is NULL", call);
+  Comm* c = asComm(handle);
+  if (c->magic.load() != Comm::kMagic)
+    return setError(ncclInvalidArgument, nullptr,
+                    "%s: comm %p is not a valid communicator (destroyed or corrupted)", call,
+                    static_cast<void*>(handle));
+  return ncclSuccess;
+}
+
+ncclResult_t checkCommUsable(ncclComm_t handle, const char* call) {
+  BRAID_CHECK(checkComm(handle, call));
+  Comm* c = asComm(handle);
+  int err = c->asyncError.load();
+  if (err == ncclInProgress)
+    return setError(ncclInvalidUsage, c,
+                    "%s: communicator (%s) is still initialising; poll "
+                    "ncclCommGetAsyncError until it returns ncclSuccess",
+                    call, c->who().c_str());
+  if (c->revoked.load())
+    return setError(ncclInvalidUsage, c, "%s: communicator (%s) was revoked", call,
+                    c->who().c_str());
+  if (c->abortFlag.load() || err != ncclSuccess)
+    return setError(err != ncclSuccess ? ncclResult_t(err) : ncclInvalidUsage, c,
+                    "%s: communicator (%s) was aborted or failed earlier (%s)", call,
+                    c->who().c_str(), ncclGetErrorString(ncclResult_t(err)));
+  if (c->finalized)
+    return setError(ncclInvalidUsage, c, "%s: communicator (%s) was finalized", call,
+                    c->who().c_str());
+  return ncclSuccess;
+}
+
+}  // namespace braid

@@ -1,0 +1,109 @@
+// Comm: the object behind ncclComm_t. Owns the bootstrap, the peer table, the
+// connections (one SendSide/RecvSide per peer and channel, made on first use) and the
+// communicator's state (error, abort, user reduction ops).
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "algorithms/plan.h"
+#include "nccl.h"
+#include "src/bootstrap/bootstrap.h"
+#include "src/exec/engine.h"
+#include "transports/transport.h"
+
+namespace braid {
+
+/// A PreMulSum op made by ncclRedOpCreatePreMulSum.
+struct UserRedOp {
+  bool live = false;
+  ncclDataType_t type = ncclFloat32;
+  ncclScalarResidence_t residence = ncclScalarHostImmediate;
+  unsigned char immediate[8] = {};  ///< value, for ncclScalarHostImmediate
+  const void* ptr = nullptr;        ///< for ncclScalarDevice (read at execution)
+};
+
+/// Settings a communicator takes from ncclConfig_t and the environment at init.
+struct CommSettings {
+  bool blocking = true;
+  FifoGeometry geometry;
+  int nChannels = 1;
+  int timeoutMs = 300000;
+  int bootstrapTimeoutMs = 120000;
+  int peerCheckMs = 200;
+  int spinCount = 2000;
+  std::string forcedTransport;  ///< "", "local", "shm" or "socket"
+  bool shmDisable = false;
+  bool p2pDisable = false;
+  std::string commName;
+};
+
+struct Comm : public ConnTable {
+  static constexpr uint64_t kMagic = 0xB2A1DC0111ull;
+  static constexpr uint64_t kDeadMagic = 0xDEADC0111ull;
+
+  Comm();
+  ~Comm() override;
+
+  // ---- identity ------------------------------------------------------------
+  std::atomic<uint64_t> magic{kMagic};
+  int rank = -1;
+  int nranks = 0;
+  int cudaDev = -1;
+  uint64_t commHash = 0;
+  CommSettings settings;
+  std::unique_ptr<Bootstrap> bootstrap;
+  std::vector<PeerInfo> peers;
+
+  // ---- state ---------------------------------------------------------------
+  std::atomic<bool> abortFlag{false};    ///< ncclCommAbort / revoke / fatal error
+  std::atomic<int> asyncError{ncclSuccess};  ///< ncclInProgress while initialising
+  std::atomic<bool> revoked{false};
+  bool finalized = false;
+  uint64_t opCount = 0;
+  std::thread initThread;  ///< nonblocking init
+  std::mutex execMutex;    ///< held while a thread executes this comm's work
+  std::atomic<int> queuedBatches{0};  ///< batches waiting on host streams
+  std::vector<UserRedOp> userOps;  ///< index = op - ncclNumOps
+
+  // ---- connections (ConnTable) --------------------------------------------
+  FifoSender* sender(int peer, int channel) override;
+  FifoReceiver* receiver(int peer, int channel) override;
+  bool allowsDirect(int peer, int channel) override;
+
+  static uint64_t connKey(int peer, int channel) {
+    return (uint64_t(uint32_t(channel)) << 32) | uint32_t(peer);
+  }
+  std::unordered_map<uint64_t, SendSide> sends;
+  std::unordered_map<uint64_t, RecvSide> recvs;
+  /// The transport both ends of (rank, peer) use (same answer on both sides).
+  ncclResult_t chooseTransport(int peer, Transport** out);
+  /// Ask the connections' transports whether `peer` is still there.
+  ncclResult_t checkPeer(int peer, std::string* why);
+  /// Mark every connection closed (peers then fail fast instead of timing out).
+  void closeConnections(uint32_t why);
+
+  // ---- plans ----------------------------------------------------------------
+  std::map<std::string, std::shared_ptr<const Plan>> planCache;
+
+  /// Record a fatal error: sets asyncError, closes connections, returns code.
+  ncclResult_t fatal(ncclResult_t code);
+  /// "rank 1 of 4" for messages.
+  std::string who() const;
+};
+
+/// Validates a handle from the user: magic, not destroyed. Sets the error message.
+ncclResult_t checkComm(ncclComm_t comm, const char* call);
+/// As checkComm, and also not aborted/revoked/failed/initialising (for new work).
+ncclResult_t checkCommUsable(ncclComm_t comm, const char* call);
+
+inline Comm* asComm(ncclComm_t c) { return reinterpret_cast<Comm*>(c); }
+inline ncclComm_t asHandle(Comm* c) { return reinterpret_cast<ncclComm_t>(c); }
+
+}  // namespace braid

@@ -1,0 +1,32 @@
+// Errors in two layers: ncclResult_t at the API boundary; inside, setError() records a
+// message (for ncclGetLastError and the WARN log) at the point of failure, and
+// BRAID_CHECK propagates a failure upward, logging one "-> code" line per frame at INFO.
+#pragma once
+#include "nccl.h"
+#include "src/config/log.h"
+
+namespace braid {
+
+struct Comm;
+
+/// Record an error message: logged at WARN, kept as this thread's last error and, if
+/// comm is not null, as that communicator's last error. Returns `code` for chaining:
+///   return setError(ncclInvalidArgument, comm, "ncclAllReduce: sendbuff is NULL");
+ncclResult_t setError(ncclResult_t code, Comm* comm, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/// The message ncclGetLastError(comm) returns (comm may be null: this thread's).
+const char* lastError(Comm* comm);
+/// Drop a destroyed communicator's message.
+void forgetErrors(Comm* comm);
+
+}  // namespace braid
+
+#define BRAID_CHECK(expr)                                                             \
+  do {                                                                                \
+    ncclResult_t braid_res_ = (expr);                                                 \
+    if (braid_res_ != ncclSuccess && braid_res_ != ncclInProgress) {                  \
+      BRAID_INFO(::braid::kLogAll, "%s:%d -> %d", __FILE__, __LINE__, int(braid_res_)); \
+      return braid_res_;                                                              \
+    }                                                                                 \
+  } while (0)

@@ -1,0 +1,97 @@
+#include "src/core/host_stream.h"
+
+#include <mutex>
+#include <unordered_set>
+
+#include "src/core/comm.h"
+#include "src/exec/batch.h"
+
+namespace braid {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::unordered_set<const void*> live;
+};
+Registry& registry() {
+  static Registry* r = new Registry();
+  return *r;
+}
+
+}  // namespace
+
+HostStream::HostStream() {
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.live.insert(this);
+  }
+  worker_ = std::thread([this] { loop(); });
+}
+
+HostStream::~HostStream() {
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.live.erase(this);
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+HostStream* HostStream::lookup(cudaStream_t s) {
+  if (s == nullptr) return nullptr;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.live.count(reinterpret_cast<const void*>(s))
+             ? reinterpret_cast<HostStream*>(s)
+             : nullptr;
+}
+
+void HostStream::enqueue(std::vector<OpRecord> batch) {
+  for (const OpRecord& op : batch) op.comm->queuedBatches.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(batch));
+  }
+  cv_.notify_all();
+}
+
+void HostStream::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stop_ and nothing left
+    std::vector<OpRecord> batch = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    ncclResult_t r = executeBatch(batch);
+    for (const OpRecord& op : batch) op.comm->queuedBatches.fetch_sub(1);
+    lock.lock();
+    busy_ = false;
+    if (r != ncclSuccess && error_ == ncclSuccess) error_ = r;
+    cv_.notify_all();
+  }
+}
+
+ncclResult_t HostStream::synchronize() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
+  ncclResult_t r = error_;
+  error_ = ncclSuccess;
+  return r;
+}
+
+ncclResult_t HostStream::query() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (error_ != ncclSuccess) return error_;
+  return (queue_.empty() && !busy_) ? ncclSuccess : ncclInProgress;
+}
+
+}  // namespace braid

@@ -1,0 +1,379 @@
+// Communicator creation: ncclGetUniqueId, ncclCommInitRank[Config|Scalable],
+// ncclCommInitAll, ncclCommSplit, ncclCommShrink.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/config/params.h"
+#include "src/core/comm.h"
+#include "src/core/error.h"
+#include "src/core/group.h"
+
+namespace braid {
+namespace {
+
+constexpr uint32_t kTagSplit = 0x20000;
+
+uint64_t fnv1a(const void* data, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t hostHash() {
+  std::string id = param::kHostId.get();
+  if (id.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    std::string boot;
+    std::ifstream f("/proc/sys/kernel/random/boot_id");
+    std::getline(f, boot);
+    id = std::string(host) + ":" + boot;
+  }
+  return fnv1a(id.data(), id.size());
+}
+
+uint64_t processToken() {
+  static const uint64_t token = [] {
+    std::random_device rd;
+    return (uint64_t(rd()) << 32) ^ rd() ^ uint64_t(getpid());
+  }();
+  return token;
+}
+
+/// What every rank must agree on (checked at init).
+struct InitRecord {
+  PeerInfo info;
+  uint64_t fifoCapacity;
+  uint32_t fifoSlots;
+  int32_t nChannels;
+};
+
+CommSettings readSettings(const ncclConfig_t& cfg) {
+  CommSettings s;
+  s.blocking = cfg.blocking == NCCL_CONFIG_UNDEF_INT ? true : cfg.blocking != 0;
+  int64_t slots = std::max<int64_t>(2, std::min<int64_t>(param::kFifoSlots.get(), 1024));
+  int64_t buff = std::max<int64_t>(param::kBuffSize.get(), slots * 64);
+  s.geometry.nslots = uint32_t(slots);
+  s.geometry.slotBytes = uint64_t(buff / slots) & ~uint64_t(63);  // whole elements of any type
+  int64_t minCh = param::kMinNChannels.get(), maxCh = param::kMaxNChannels.get();
+  if (cfg.minCTAs != NCCL_CONFIG_UNDEF_INT) minCh = cfg.minCTAs;
+  if (cfg.maxCTAs != NCCL_CONFIG_UNDEF_INT) maxCh = cfg.maxCTAs;
+  s.nChannels = int(std::max<int64_t>(1, std::min<int64_t>(std::max(minCh, int64_t(1)),
+                                                          std::max<int64_t>(maxCh, 1))));
+  s.nChannels = std::min(s.nChannels, 32);
+  s.timeoutMs = int(param::kTimeoutMs.get());
+  s.bootstrapTimeoutMs = int(param::kBootstrapTimeoutMs.get());
+  s.peerCheckMs = int(std::max<int64_t>(1, param::kPeerCheckMs.get()));
+  s.spinCount = int(std::max<int64_t>(0, param::kSpinCount.get()));
+  s.forcedTransport = param::kTransport.get();
+  std::transform(s.forcedTransport.begin(), s.forcedTransport.end(), s.forcedTransport.begin(),
+                 ::tolower);
+  if (s.forcedTransport == "auto") s.forcedTransport.clear();
+  s.shmDisable = param::kShmDisable.get();
+  s.p2pDisable = param::kP2pDisable.get();
+  if (cfg.commName) s.commName = cfg.commName;
+  return s;
+}
+
+ncclResult_t readConfig(const ncclConfig_t* user, ncclConfig_t* out, const char* call) {
+  ncclConfig_t def = NCCL_CONFIG_INITIALIZER;
+  *out = def;
+  if (user == nullptr) return ncclSuccess;
+  if (user->magic != def.magic || user->size < offsetof(ncclConfig_t, cgaClusterSize))
+    return setError(ncclInvalidArgument, nullptr,
+                    "%s: config was not initialised with NCCL_CONFIG_INITIALIZER (magic 0x%x, "
+                    "size %zu)",
+                    call, user->magic, user->size);
+  memcpy(out, user, std::min(user->size, sizeof(ncclConfig_t)));
+  if (out->blocking != NCCL_CONFIG_UNDEF_INT && out->blocking != 0 && out->blocking != 1)
+    return setError(ncclInvalidArgument, nullptr, "%s: config->blocking must be 0 or 1, not %d",
+                    call, out->blocking);
+  return ncclSuccess;
+}
+
+const char* transportEnvMismatch(const CommSettings& s) {
+  const std::string& f = s.forcedTransport;
+  if (!f.empty() && f != "local" && f != "shm" && f != "socket") return f.c_str();
+  return nullptr;
+}
+
+/// The body of every initialisation; sets comm->asyncError when it finishes.
+ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t cfg,
+                      int cudaDev) {
+  auto finish = [comm](ncclResult_t r) {
+    comm->asyncError.store(r);
+    return r;
+  };
+  logSetThreadRank(rank);
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->cudaDev = cudaDev;
+  comm->settings = readSettings(cfg);
+  if (const char* bad = transportEnvMismatch(comm->settings))
+    return finish(setError(ncclInvalidArgument, comm,
+                           "BRAID_TRANSPORT='%s' is not one of auto, local, shm, socket", bad));
+  BootstrapOptions opts;
+  opts.timeoutMs = comm->settings.bootstrapTimeoutMs;
+  opts.abortFlag = &comm->abortFlag;
+  ncclResult_t r = Bootstrap::create(id, rank, nranks, opts, &comm->bootstrap);
+  if (r != ncclSuccess) return finish(r);
+
+  std::vector<InitRecord> all(static_cast<size_t>(nranks));
+  InitRecord& me = all[size_t(rank)];
+  me.info.rank = rank;
+  me.info.pid = getpid();
+  me.info.hostHash = hostHash();
+  me.info.processHash = me.info.hostHash ^ processToken();
+  me.info.cudaDev = cudaDev;
+  gethostname(me.info.hostname, sizeof(me.info.hostname) - 1);
+  snprintf(me.info.netAddr, sizeof(me.info.netAddr), "%s", comm->bootstrap->localIp());
+  me.fifoCapacity = comm->settings.geometry.capacity();
+  me.fifoSlots = comm->settings.geometry.nslots;
+  me.nChannels = comm->settings.nChannels;
+  r = comm->bootstrap->allGather(all.data(), sizeof(InitRecord));
+  if (r != ncclSuccess) return finish(r);
+  for (const InitRecord& o : all) {
+    if (o.fifoCapacity != me.fifoCapacity || o.fifoSlots != me.fifoSlots ||
+        o.nChannels != me.nChannels)
+      return finish(setError(ncclInvalidUsage, comm,
+                             "ncclCommInitRank: rank %d uses NCCL_BUFFSIZE/BRAID_FIFO_SLOTS/"
+                             "channels %llu/%u/%d but rank %d uses %llu/%u/%d; they must match",
+                             o.info.rank, static_cast<unsigned long long>(o.fifoCapacity),
+                             o.fifoSlots, o.nChannels, rank,
+                             static_cast<unsigned long long>(me.fifoCapacity), me.fifoSlots,
+                             me.nChannels));
+    comm->peers.push_back(o.info);
+  }
+  comm->commHash = fnv1a(&id, sizeof(id));
+  BRAID_INFO(kLogInit, "comm %p rank %d nranks %d pid %d host %s ready (fifo %u x %llu B, %d "
+             "channel(s))", static_cast<void*>(comm), rank, nranks, me.info.pid,
+             me.info.hostname, me.fifoSlots,
+             static_cast<unsigned long long>(comm->settings.geometry.slotBytes),
+             comm->settings.nChannels);
+  return finish(ncclSuccess);
+}
+
+ncclResult_t checkInitArgs(ncclComm_t* out, int nranks, int rank, const char* call) {
+  if (out == nullptr) return setError(ncclInvalidArgument, nullptr, "%s: comm is NULL", call);
+  if (nranks < 1)
+    return setError(ncclInvalidArgument, nullptr, "%s: nranks %d must be at least 1", call, nranks);
+  if (rank < 0 || rank >= nranks)
+    return setError(ncclInvalidArgument, nullptr, "%s: rank %d is out of range for nranks %d",
+                    call, rank, nranks);
+  return ncclSuccess;
+}
+
+/// Creates a comm that `job` (run now, in a thread or at group end) initialises.
+ncclResult_t launchInit(ncclComm_t* out, const ncclConfig_t& cfg,
+                        std::function<ncclResult_t(Comm*)> job) {
+  auto* comm = new Comm();
+  comm->asyncError.store(ncclInProgress);
+  *out = asHandle(comm);
+  if (inGroup()) {
+    groupDeferInit([comm, job] { return job(comm); });
+    return ncclSuccess;
+  }
+  if (cfg.blocking == 0) {
+    comm->settings.blocking = false;
+    comm->initThread = std::thread([comm, job] { job(comm); });
+    return ncclInProgress;
+  }
+  ncclResult_t r = job(comm);
+  if (r != ncclSuccess) {
+    delete comm;
+    *out = nullptr;
+  }
+  return r;
+}
+
+/// Members of a derived communicator get its id from the leader over the parent's
+/// bootstrap, then initialise it. `members` are parent ranks in new-rank order.
+ncclResult_t initDerived(Comm* parent, const std::vector<int>& members, Comm* child,
+                         ncclConfig_t cfg) {
+  int newRank = int(std::find(members.begin(), members.end(), parent->rank) - members.begin());
+  ncclUniqueId id;
+  if (newRank == 0) {
+    BRAID_CHECK(bootstrapNewRootId(&id));
+    for (size_t i = 1; i < members.size(); ++i)
+      BRAID_CHECK(parent->bootstrap->send(members[i], kTagSplit, &id, sizeof(id)));
+  } else {
+    BRAID_CHECK(parent->bootstrap->recv(members[0], kTagSplit, &id, sizeof(id)));
+  }
+  return commInit(child, int(members.size()), id, newRank, cfg, parent->cudaDev);
+}
+
+ncclResult_t splitJob(Comm* parent, int color, int key, Comm* child, ncclConfig_t cfg) {
+  std::lock_guard<std::mutex> lock(parent->execMutex);
+  struct Entry { int color, key, rank; };
+  std::vector<Entry> all(static_cast<size_t>(parent->nranks));
+  all[size_t(parent->rank)] = {color, key, parent->rank};
+  ncclResult_t r = parent->bootstrap->allGather(all.data(), sizeof(Entry));
+  if (r != ncclSuccess) {
+    if (child) child->asyncError.store(r);
+    return r;
+  }
+  if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
+  std::vector<Entry> mine;
+  for (const Entry& e : all)
+    if (e.color == color) mine.push_back(e);
+  std::stable_sort(mine.begin(), mine.end(), [](const Entry& a, const Entry& b) {
+    return a.key != b.key ? a.key < b.key : a.rank < b.rank;
+  });
+  std::vector<int> members;
+  for (const Entry& e : mine) members.push_back(e.rank);
+  r = initDerived(parent, members, child, cfg);
+  child->asyncError.store(r);
+  return r;
+}
+
+}  // namespace
+}  // namespace braid
+
+using namespace braid;
+
+extern "C" {
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  if (uniqueId == nullptr)
+    return setError(ncclInvalidArgument, nullptr, "ncclGetUniqueId: uniqueId is NULL");
+  return bootstrapGetUniqueId(uniqueId);
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                    ncclConfig_t* config) {
+  const char* call = "ncclCommInitRankConfig";
+  BRAID_CHECK(checkInitArgs(comm, nranks, rank, call));
+  ncclConfig_t cfg;
+  BRAID_CHECK(readConfig(config, &cfg, call));
+  UniqueIdInfo info;
+  BRAID_CHECK(bootstrapDecodeId(commId, &info));
+  return launchInit(comm, cfg, [=](Comm* c) { return commInit(c, nranks, commId, rank, cfg, -1); });
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  const char* call = "ncclCommInitRank";
+  BRAID_CHECK(checkInitArgs(comm, nranks, rank, call));
+  UniqueIdInfo info;
+  BRAID_CHECK(bootstrapDecodeId(commId, &info));
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  return launchInit(comm, cfg, [=](Comm* c) { return commInit(c, nranks, commId, rank, cfg, -1); });
+}
+
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                      ncclUniqueId* commIds, ncclConfig_t* config) {
+  const char* call = "ncclCommInitRankScalable";
+  BRAID_CHECK(checkInitArgs(newcomm, nranks, myrank, call));
+  if (nId < 1 || commIds == nullptr)
+    return setError(ncclInvalidArgument, nullptr, "%s: need nId >= 1 unique ids (nId %d, "
+                    "commIds %p)", call, nId, static_cast<void*>(commIds));
+  ncclConfig_t cfg;
+  BRAID_CHECK(readConfig(config, &cfg, call));
+  // One root serves every rank here: the first id's (its creator is rank 0's process).
+  ncclUniqueId id = commIds[0];
+  UniqueIdInfo info;
+  BRAID_CHECK(bootstrapDecodeId(id, &info));
+  return launchInit(newcomm, cfg, [=](Comm* c) { return commInit(c, nranks, id, myrank, cfg, -1); });
+}
+
+ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  if (comms == nullptr)
+    return setError(ncclInvalidArgument, nullptr, "ncclCommInitAll: comms is NULL");
+  if (ndev < 1)
+    return setError(ncclInvalidArgument, nullptr, "ncclCommInitAll: ndev %d must be at least 1",
+                    ndev);
+  ncclUniqueId id;
+  BRAID_CHECK(bootstrapNewRootId(&id));
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  std::vector<Comm*> made(static_cast<size_t>(ndev));
+  std::vector<ncclResult_t> res(static_cast<size_t>(ndev), ncclSuccess);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < ndev; ++i) {
+    made[size_t(i)] = new Comm();
+    threads.emplace_back([&, i] {
+      res[size_t(i)] = commInit(made[size_t(i)], ndev, id, i, cfg, devlist ? devlist[i] : i);
+    });
+  }
+  for (auto& t : threads) t.join();
+  ncclResult_t first = ncclSuccess;
+  for (ncclResult_t r : res)
+    if (r != ncclSuccess && first == ncclSuccess) first = r;
+  for (int i = 0; i < ndev; ++i) {
+    if (first != ncclSuccess) {
+      delete made[size_t(i)];
+      comms[i] = nullptr;
+    } else {
+      comms[i] = asHandle(made[size_t(i)]);
+    }
+  }
+  return first;
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                           ncclConfig_t* config) {
+  const char* call = "ncclCommSplit";
+  BRAID_CHECK(checkCommUsable(comm, call));
+  Comm* parent = asComm(comm);
+  if (newcomm == nullptr)
+    return setError(ncclInvalidArgument, parent, "%s: newcomm is NULL", call);
+  if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
+    return setError(ncclInvalidArgument, parent,
+                    "%s: color %d must be >= 0 or NCCL_SPLIT_NOCOLOR", call, color);
+  ncclConfig_t cfg;
+  BRAID_CHECK(readConfig(config, &cfg, call));
+  if (color == NCCL_SPLIT_NOCOLOR) {
+    *newcomm = nullptr;
+    if (inGroup()) {
+      groupDeferInit([=] { return splitJob(parent, color, key, nullptr, cfg); });
+      return ncclSuccess;
+    }
+    return splitJob(parent, color, key, nullptr, cfg);
+  }
+  return launchInit(newcomm, cfg, [=](Comm* c) { return splitJob(parent, color, key, c, cfg); });
+}
+
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                            ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  const char* call = "ncclCommShrink";
+  BRAID_CHECK(checkComm(comm, call));
+  Comm* parent = asComm(comm);
+  if (newcomm == nullptr) return setError(ncclInvalidArgument, parent, "%s: newcomm is NULL", call);
+  if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT)
+    return setError(ncclInvalidArgument, parent, "%s: unknown shrinkFlags 0x%x", call, shrinkFlags);
+  if (excludeRanksCount < 0 || (excludeRanksCount > 0 && excludeRanksList == nullptr))
+    return setError(ncclInvalidArgument, parent, "%s: excludeRanksList is NULL or count %d < 0",
+                    call, excludeRanksCount);
+  std::vector<bool> excluded(size_t(parent->nranks), false);
+  for (int i = 0; i < excludeRanksCount; ++i) {
+    int r = excludeRanksList[i];
+    if (r < 0 || r >= parent->nranks)
+      return setError(ncclInvalidArgument, parent, "%s: excluded rank %d is out of range for "
+                      "%d ranks", call, r, parent->nranks);
+    if (r == parent->rank)
+      return setError(ncclInvalidArgument, parent, "%s: rank %d is in its own excludeRanksList",
+                      call, r);
+    excluded[size_t(r)] = true;
+  }
+  ncclConfig_t cfg;
+  BRAID_CHECK(readConfig(config, &cfg, call));
+  if (shrinkFlags == NCCL_SHRINK_ABORT) parent->closeConnections(kFifoSenderAborted);
+  std::vector<int> members;
+  for (int r = 0; r < parent->nranks; ++r)
+    if (!excluded[size_t(r)]) members.push_back(r);
+  return launchInit(newcomm, cfg, [=](Comm* c) {
+    std::lock_guard<std::mutex> lock(parent->execMutex);
+    ncclResult_t r = initDerived(parent, members, c, cfg);
+    c->asyncError.store(r);
+    return r;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,27 @@
+// OpRecord: one validated API call (a collective or one side of a send/recv), as the
+// group layer records it until ncclGroupEnd.
+#pragma once
+#include <cstddef>
+
+#include "algorithms/plan.h"
+#include "nccl.h"
+
+namespace braid {
+
+struct Comm;
+
+struct OpRecord {
+  Coll coll = Coll::kAllReduce;
+  const char* call = "";  ///< API name, for messages ("ncclAllReduce")
+  Comm* comm = nullptr;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t count = 0;
+  ncclDataType_t type = ncclFloat32;
+  ncclRedOp_t op = ncclSum;
+  int root = 0;  ///< root, or the peer for send/recv
+  bool isSend = false;  ///< kSendRecv only
+  cudaStream_t stream = nullptr;
+};
+
+}  // namespace braid

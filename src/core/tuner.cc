@@ -1,0 +1,118 @@
+#include "src/core/tuner.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <string>
+
+#include "algorithms/registry.h"
+#include "src/config/params.h"
+#include "src/core/comm.h"
+#include "src/core/error.h"
+
+namespace braid {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+  return s;
+}
+
+std::string collKey(Coll c) {
+  std::string s = lower(collName(c));
+  s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
+  return s;
+}
+
+/// Whether `name` or `alias` is in the comma list (with leading ^ meaning "all but").
+bool listAllows(const std::string& list, const std::string& name, const std::string& alias) {
+  bool negate = !list.empty() && list[0] == '^';
+  std::string body = negate ? list.substr(1) : list;
+  bool found = false;
+  size_t pos = 0;
+  while (pos <= body.size()) {
+    size_t comma = body.find(',', pos);
+    std::string tok = body.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (tok == name || (!alias.empty() && tok == alias)) found = true;
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return negate ? !found : found;
+}
+
+}  // namespace
+
+bool algoAllowed(const std::string& specIn, Coll coll, const char* name, const char* ncclName) {
+  std::string spec = lower(specIn);
+  spec.erase(std::remove(spec.begin(), spec.end(), ' '), spec.end());
+  if (spec.empty()) return true;
+  const std::string me = lower(name);
+  const std::string alias = ncclName ? lower(ncclName) : std::string();
+  const std::string cname = collKey(coll);
+  std::string generic;
+  bool haveGeneric = false;
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t semi = spec.find(';', pos);
+    std::string part = spec.substr(pos, semi == std::string::npos ? std::string::npos : semi - pos);
+    size_t colon = part.find(':');
+    if (colon == std::string::npos) {
+      generic = part;
+      haveGeneric = !part.empty();
+    } else {
+      std::string c = part.substr(0, colon);
+      c.erase(std::remove(c.begin(), c.end(), '_'), c.end());
+      if (c == cname) return listAllows(part.substr(colon + 1), me, alias);
+    }
+    if (semi == std::string::npos) break;
+    pos = semi + 1;
+  }
+  return haveGeneric ? listAllows(generic, me, alias) : true;
+}
+
+ncclResult_t makePlan(Comm* comm, const PlanArgs& args, std::shared_ptr<const Plan>* out) {
+  PlanParams params;
+  uint64_t half = comm->settings.geometry.capacity() / 2;
+  params.chunkBytes = std::max<uint64_t>(64, half & ~uint64_t(63));
+  params.nChannels = comm->settings.nChannels;
+
+  const bool cacheable = args.coll != Coll::kSendRecv;
+  char key[160];
+  if (cacheable) {
+    snprintf(key, sizeof(key), "%d/%llu/%zu/%d/%d", int(args.coll),
+             static_cast<unsigned long long>(args.count), args.typeSize, args.root,
+             int(args.inPlace));
+    auto it = comm->planCache.find(key);
+    if (it != comm->planCache.end()) {
+      *out = it->second;
+      return ncclSuccess;
+    }
+  }
+
+  const std::string spec = param::kAlgo.get();
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const Algorithm& a : allAlgorithms()) {
+      if (a.coll != args.coll) continue;
+      if (pass == 0 && !algoAllowed(spec, args.coll, a.name, a.ncclName)) continue;
+      auto plan = std::make_shared<Plan>();
+      if (!a.build(args, params, plan.get())) continue;
+      plan->algorithm = a.name;
+      if (pass == 1)
+        BRAID_WARN("NCCL_ALGO='%s' allows no algorithm for %s; using %s", spec.c_str(),
+                   collName(args.coll), a.name);
+      BRAID_INFO(kLogTuning, "%s count %llu: algorithm %s, %zu steps, chunk %llu B",
+                 collName(args.coll), static_cast<unsigned long long>(args.count), a.name,
+                 plan->stepCount(), static_cast<unsigned long long>(params.chunkBytes));
+      if (cacheable) {
+        if (comm->planCache.size() > 4096) comm->planCache.clear();
+        comm->planCache[key] = plan;
+      }
+      *out = std::move(plan);
+      return ncclSuccess;
+    }
+  }
+  return setError(ncclInternalError, comm, "no algorithm can run %s with %d ranks",
+                  collName(args.coll), args.nranks);
+}
+
+}  // namespace braid

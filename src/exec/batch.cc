@@ -1,0 +1,419 @@
+#include "src/exec/batch.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "src/core/comm.h"
+#include "src/core/error.h"
+#include "src/core/tuner.h"
+#include "src/exec/engine.h"
+#include "src/reduce/reducer.h"
+
+namespace braid {
+namespace {
+
+constexpr uint32_t kTagConnBase = 0x10000;
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+int64_t nowMs() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+struct Task {
+  OpRecord op;
+  uint64_t opIndex = 0;
+  std::shared_ptr<const Plan> plan;
+  Reducer red;
+  std::unique_ptr<PlanRun> run;
+};
+
+/// Tasks that run one after another (a collective, or one peer+direction of p2p).
+struct Lane {
+  std::vector<Task*> tasks;
+  size_t next = 0;
+  bool isSend = false;
+  int peer = -1;
+};
+
+/// Lanes that run concurrently.
+struct Stage {
+  bool p2p = false;
+  std::vector<Lane> lanes;
+};
+
+struct CommWork {
+  Comm* comm = nullptr;
+  std::vector<Stage> stages;
+  size_t stage = 0;
+  bool done = false;
+  bool failed = false;
+  std::set<uint64_t> needSend, needRecv;  // connKey()s
+};
+
+size_t bytesOf(size_t count, ncclDataType_t t) { return count * dataTypeSize(t); }
+
+/// Send and receive extents (bytes) of an op, for overlap checks.
+void extents(const OpRecord& op, int nranks, size_t* sendBytes, size_t* recvBytes) {
+  size_t b = bytesOf(op.count, op.type), n = size_t(nranks);
+  switch (op.coll) {
+    case Coll::kAllGather: case Coll::kGather: *sendBytes = b; *recvBytes = b * n; break;
+    case Coll::kReduceScatter: case Coll::kScatter: *sendBytes = b * n; *recvBytes = b; break;
+    case Coll::kAllToAll: *sendBytes = b * n; *recvBytes = b * n; break;
+    default: *sendBytes = b; *recvBytes = b; break;
+  }
+}
+
+bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
+  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return an && bn && pa < pb + bn && pb < pa + an;
+}
+
+Reducer makeReducer(Comm* comm, const OpRecord& op) {
+  if (int(op.op) >= int(ncclNumOps)) {
+    const UserRedOp& u = comm->userOps[size_t(op.op) - size_t(ncclNumOps)];
+    const void* scalar = u.residence == ncclScalarHostImmediate ? u.immediate : u.ptr;
+    return Reducer::preMulSum(op.type, scalar, comm->nranks);
+  }
+  return Reducer(op.type, op.op, comm->nranks);
+}
+
+ncclResult_t makeTask(Comm* comm, const OpRecord& op, Task* t) {
+  PlanArgs args;
+  args.coll = op.coll;
+  args.nranks = comm->nranks;
+  args.rank = comm->rank;
+  args.count = op.count;
+  args.typeSize = dataTypeSize(op.type);
+  args.root = op.root;
+  size_t sb = 0, rb = 0;
+  extents(op, comm->nranks, &sb, &rb);
+  args.inPlace = overlaps(op.sendbuff, sb, op.recvbuff, rb);
+  if (op.coll == Coll::kSendRecv) {
+    P2pOp p;
+    p.isSend = op.isSend;
+    p.peer = op.root;
+    p.buf = op.isSend ? Buf::kSend : Buf::kRecv;
+    p.count = op.count;
+    args.p2p.push_back(p);
+  }
+  BRAID_CHECK(makePlan(comm, args, &t->plan));
+  t->op = op;
+  t->red = makeReducer(comm, op);
+  t->opIndex = comm->opCount++;
+  bool direct = op.coll == Coll::kSendRecv ? op.isSend : !args.inPlace;
+  t->run = std::make_unique<PlanRun>(t->plan.get(), PlanBuffers{op.sendbuff, op.recvbuff}, t->red,
+                                     comm, direct);
+  return ncclSuccess;
+}
+
+void noteConnections(CommWork& w, const Plan& plan) {
+  for (const Program& p : plan.programs)
+    for (const Step& s : p.steps) {
+      if (s.sendPeer >= 0) w.needSend.insert(Comm::connKey(s.sendPeer, s.channel));
+      if (s.recvPeer >= 0) w.needRecv.insert(Comm::connKey(s.recvPeer, s.channel));
+    }
+}
+
+ConnectContext contextFor(Comm* c, int peer, int channel) {
+  ConnectContext ctx;
+  ctx.self = &c->peers[c->rank];
+  ctx.peer = &c->peers[peer];
+  ctx.channel = channel;
+  ctx.geometry = c->settings.geometry;
+  ctx.secret = c->bootstrap->secret();
+  ctx.commHash = c->commHash;
+  ctx.timeoutMs = c->settings.bootstrapTimeoutMs;
+  ctx.abortFlag = &c->abortFlag;
+  return ctx;
+}
+
+int keyPeer(uint64_t key) { return int(uint32_t(key)); }
+int keyChannel(uint64_t key) { return int(key >> 32); }
+
+/// Makes every missing connection of every work, in three phases across all comms.
+ncclResult_t connectAll(std::vector<CommWork>& works) {
+  struct Pending {
+    Comm* comm;
+    uint64_t key;
+    Transport* t;
+  };
+  std::vector<Pending> newRecvs;
+  std::map<std::pair<Comm*, uint64_t>, ConnDescriptor> selfDescs;
+  // Phase 1: receive sides, descriptors out.
+  for (CommWork& w : works) {
+    Comm* c = w.comm;
+    for (uint64_t key : w.needRecv) {
+      if (c->recvs.count(key)) continue;
+      int peer = keyPeer(key), ch = keyChannel(key);
+      Transport* t = nullptr;
+      BRAID_CHECK(c->chooseTransport(peer, &t));
+      RecvSide side;
+      ConnDescriptor desc;
+      BRAID_CHECK(t->setupRecv(contextFor(c, peer, ch), &side, &desc));
+      desc.transport = uint32_t(t->id());
+      c->recvs.emplace(key, std::move(side));
+      newRecvs.push_back({c, key, t});
+      if (peer == c->rank) selfDescs[{c, key}] = desc;
+      else BRAID_CHECK(c->bootstrap->send(peer, kTagConnBase + uint32_t(ch), &desc, sizeof(desc)));
+      BRAID_INFO(kLogInit, "%s: channel %d from rank %d via %s", c->who().c_str(), ch, peer,
+                 t->name());
+    }
+  }
+  // Phase 2: send sides, from the peers' descriptors.
+  for (CommWork& w : works) {
+    Comm* c = w.comm;
+    for (uint64_t key : w.needSend) {
+      if (c->sends.count(key)) continue;
+      int peer = keyPeer(key), ch = keyChannel(key);
+      ConnDescriptor desc;
+      if (peer == c->rank) desc = selfDescs[{c, key}];
+      else BRAID_CHECK(c->bootstrap->recv(peer, kTagConnBase + uint32_t(ch), &desc, sizeof(desc)));
+      Transport* t = nullptr;
+      BRAID_CHECK(c->chooseTransport(peer, &t));
+      if (desc.transport != uint32_t(t->id()))
+        return setError(ncclInvalidUsage, c,
+                        "%s: rank %d connects to us with transport #%u but we chose %s; "
+                        "NCCL_SHM_DISABLE / NCCL_P2P_DISABLE / BRAID_TRANSPORT must be the "
+                        "same on every rank",
+                        c->who().c_str(), peer, desc.transport, t->name());
+      SendSide side;
+      BRAID_CHECK(t->connectSend(contextFor(c, peer, ch), desc, &side));
+      c->sends.emplace(key, std::move(side));
+    }
+  }
+  // Phase 3: finish the receive sides (e.g. accept).
+  for (Pending& p : newRecvs)
+    BRAID_CHECK(p.t->finishRecv(contextFor(p.comm, keyPeer(p.key), keyChannel(p.key)),
+                                &p.comm->recvs[p.key]));
+  return ncclSuccess;
+}
+
+std::string describeOp(const Task& t) {
+  char buf[256];
+  snprintf(buf, sizeof(buf), "%s (%s, op #%llu, count %zu %s)", t.op.call,
+           t.op.comm->who().c_str(), static_cast<unsigned long long>(t.opIndex), t.op.count,
+           dataTypeName(t.op.type));
+  return buf;
+}
+
+void failWork(CommWork& w, Task* t, ncclResult_t code, const std::string& why) {
+  if (w.failed) return;
+  w.failed = true;
+  w.done = true;
+  if (t) setError(code, w.comm, "%s failed: %s", describeOp(*t).c_str(), why.c_str());
+  else setError(code, w.comm, "%s: %s", w.comm->who().c_str(), why.c_str());
+  w.comm->fatal(code);
+}
+
+/// Progress the current stage of w; advances stages. Returns whether anything moved.
+bool advance(CommWork& w) {
+  bool moved = false;
+  while (w.stage < w.stages.size()) {
+    Stage& st = w.stages[w.stage];
+    bool stageDone = true;
+    for (Lane& lane : st.lanes) {
+      while (lane.next < lane.tasks.size()) {
+        Task* t = lane.tasks[lane.next];
+        moved |= t->run->progress();
+        if (t->run->state() == RunState::kError) {
+          failWork(w, t, ncclRemoteError, t->run->error());
+          return true;
+        }
+        if (t->run->state() != RunState::kDone) break;
+        ++lane.next;
+        moved = true;
+      }
+      if (lane.next < lane.tasks.size()) stageDone = false;
+    }
+    if (!stageDone) return moved;
+    ++w.stage;
+  }
+  w.done = true;
+  return true;
+}
+
+/// The first unfinished task of w's current stage (for messages and peer checks).
+std::vector<Task*> runningTasks(CommWork& w) {
+  std::vector<Task*> out;
+  if (w.stage >= w.stages.size()) return out;
+  for (Lane& lane : w.stages[w.stage].lanes)
+    if (lane.next < lane.tasks.size()) out.push_back(lane.tasks[lane.next]);
+  return out;
+}
+
+void checkStalled(CommWork& w, bool timedOut, int64_t stalledMs) {
+  for (Task* t : runningTasks(w)) {
+    int peer = t->run->waitingOn();
+    std::string why;
+    if (peer >= 0 && w.comm->checkPeer(peer, &why) != ncclSuccess) {
+      failWork(w, t, ncclRemoteError, why);
+      return;
+    }
+    if (timedOut) {
+      failWork(w, t, ncclSystemError,
+               "no progress for " + std::to_string(stalledMs) + " ms (BRAID_TIMEOUT_MS): " +
+                   t->run->describeWait());
+      return;
+    }
+  }
+}
+
+ncclResult_t runAll(std::vector<CommWork>& works) {
+  const CommSettings& s = works.front().comm->settings;
+  int64_t stallStart = 0, lastCheck = 0;
+  uint64_t idle = 0, loops = 0;
+  for (;;) {
+    bool allDone = true, moved = false;
+    for (CommWork& w : works) {
+      if (w.done) continue;
+      moved |= advance(w);
+      if (!w.done) allDone = false;
+    }
+    if (allDone) break;
+    if ((++loops & 1023) == 0 || !moved) {
+      for (CommWork& w : works)
+        if (!w.done && (w.comm->abortFlag.load(std::memory_order_relaxed) ||
+                        w.comm->revoked.load(std::memory_order_relaxed))) {
+          auto running = runningTasks(w);
+          failWork(w, running.empty() ? nullptr : running.front(), ncclInvalidUsage,
+                   w.comm->revoked.load() ? "the communicator was revoked"
+                                          : "the communicator was aborted");
+        }
+    }
+    if (moved) {
+      idle = 0;
+      stallStart = 0;
+      continue;
+    }
+    if (++idle < uint64_t(s.spinCount)) {
+      cpuRelax();
+      continue;
+    }
+    if (idle < uint64_t(s.spinCount) + 1000) sched_yield();
+    else {
+      struct timespec ts = {0, 20000};  // long stalls: 20 us naps
+      nanosleep(&ts, nullptr);
+    }
+    if ((idle & 15) != 0) continue;
+    int64_t now = nowMs();
+    if (stallStart == 0) {
+      stallStart = now;
+      lastCheck = now;
+      continue;
+    }
+    int64_t stalled = now - stallStart;
+    bool timedOut = s.timeoutMs > 0 && stalled >= s.timeoutMs;
+    if (timedOut || now - lastCheck >= s.peerCheckMs) {
+      lastCheck = now;
+      for (CommWork& w : works)
+        if (!w.done) checkStalled(w, timedOut, stalled);
+    }
+  }
+  ncclResult_t first = ncclSuccess;
+  for (CommWork& w : works)
+    if (w.failed && first == ncclSuccess) first = ncclResult_t(w.comm->asyncError.load());
+  return first;
+}
+
+/// Groups ops by communicator into stages; builds tasks. `storage` owns the tasks.
+ncclResult_t buildWorks(const std::vector<OpRecord>& ops, std::vector<CommWork>* works,
+                        std::vector<std::unique_ptr<Task>>* storage) {
+  std::map<Comm*, size_t> index;
+  for (const OpRecord& op : ops) {
+    auto it = index.find(op.comm);
+    if (it == index.end()) {
+      it = index.emplace(op.comm, works->size()).first;
+      works->emplace_back();
+      works->back().comm = op.comm;
+    }
+    CommWork& w = (*works)[it->second];
+    storage->push_back(std::make_unique<Task>());
+    Task* t = storage->back().get();
+    BRAID_CHECK(makeTask(op.comm, op, t));
+    noteConnections(w, *t->plan);
+    if (op.coll != Coll::kSendRecv) {
+      w.stages.emplace_back();
+      w.stages.back().lanes.emplace_back();
+      w.stages.back().lanes.back().tasks.push_back(t);
+      continue;
+    }
+    if (w.stages.empty() || !w.stages.back().p2p) {
+      w.stages.emplace_back();
+      w.stages.back().p2p = true;
+    }
+    Stage& st = w.stages.back();
+    auto lane = std::find_if(st.lanes.begin(), st.lanes.end(), [&](const Lane& l) {
+      return l.peer == op.root && l.isSend == op.isSend;
+    });
+    if (lane == st.lanes.end()) {
+      st.lanes.emplace_back();
+      lane = st.lanes.end() - 1;
+      lane->peer = op.root;
+      lane->isSend = op.isSend;
+    }
+    lane->tasks.push_back(t);
+  }
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t executeBatch(const std::vector<OpRecord>& ops) {
+  if (ops.empty()) return ncclSuccess;
+  // Hold every comm's execution lock (in address order) so ncclCommAbort from another
+  // thread waits for us to notice its flag before tearing the comm down.
+  std::vector<Comm*> comms;
+  for (const OpRecord& op : ops) comms.push_back(op.comm);
+  std::sort(comms.begin(), comms.end());
+  comms.erase(std::unique(comms.begin(), comms.end()), comms.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (Comm* c : comms) locks.emplace_back(c->execMutex);
+
+  std::vector<CommWork> works;
+  std::vector<std::unique_ptr<Task>> storage;
+  ncclResult_t r = buildWorks(ops, &works, &storage);
+  if (r == ncclSuccess) r = connectAll(works);
+  if (r != ncclSuccess) {
+    for (Comm* c : comms) c->fatal(r);
+    return r;
+  }
+  return runAll(works);
+}
+
+float estimateBatchUs(const std::vector<OpRecord>& ops) {
+  // Alpha-beta estimate over the plans: per step a fixed latency, per byte the
+  // copy bandwidth of one core. Replaced by the topology-aware model later.
+  constexpr double kAlphaUs = 1.0, kBytesPerUs = 4000.0;
+  double total = 0;
+  for (const OpRecord& op : ops) {
+    Task t;
+    if (makeTask(op.comm, op, &t) != ncclSuccess) continue;
+    op.comm->opCount--;  // estimation is not execution
+    double worst = 0;
+    for (const Program& p : t.plan->programs) {
+      double us = 0;
+      for (const Step& s : p.steps) us += kAlphaUs + double(s.count() * t.red.typeSize()) / kBytesPerUs;
+      worst = std::max(worst, us);
+    }
+    total += worst;
+  }
+  return float(total);
+}
+
+}  // namespace braid

@@ -1,0 +1,28 @@
+// Batch: the host executor's unit of work. A batch is what one ncclGroupEnd hands to
+// one execution context (the calling thread, or a Braid host stream's thread): the
+// recorded ops of possibly many communicators. Executing it
+//   1. turns ops into tasks (tuner picks the algorithm, the builder makes the Plan),
+//   2. makes the connections the plans need that do not exist yet, for all
+//      communicators at once (three phases, so one thread can connect many ranks),
+//   3. drives every communicator's tasks to completion in one progress loop: per
+//      communicator, collectives run in call order; consecutive send/recv ops form one
+//      stage whose lanes (one per peer and direction) run concurrently.
+// Waiting spins, then yields; a stall longer than BRAID_PEER_CHECK_MS checks the peers
+// waited on, and one longer than BRAID_TIMEOUT_MS fails the op naming the rank.
+#pragma once
+#include <vector>
+
+#include "nccl.h"
+#include "src/core/op.h"
+
+namespace braid {
+
+/// Executes the ops to completion. Returns the first error; every failed
+/// communicator records its own error (ncclCommGetAsyncError, ncclGetLastError).
+ncclResult_t executeBatch(const std::vector<OpRecord>& ops);
+
+/// Plan and connections for `ops` without running them: the cost estimate of
+/// ncclGroupSimulateEnd, in microseconds.
+float estimateBatchUs(const std::vector<OpRecord>& ops);
+
+}  // namespace braid

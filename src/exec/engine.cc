@@ -1,0 +1,235 @@
+#include "src/exec/engine.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace braid {
+namespace {
+
+bool needsRecv(StepKind k) {
+  return k != StepKind::kSend && k != StepKind::kCopy;
+}
+bool needsSend(StepKind k) {
+  return k == StepKind::kSend || k == StepKind::kRecvReduceSend ||
+         k == StepKind::kRecvReduceCopySend || k == StepKind::kRecvCopySend;
+}
+
+const char* closeReason(uint32_t why) {
+  return why == kFifoSenderAborted ? "the sending side aborted"
+                                   : "the receiving side aborted";
+}
+
+}  // namespace
+
+PlanRun::PlanRun(const Plan* plan, PlanBuffers bufs, const Reducer& red, ConnTable* conns,
+                 bool allowDirect)
+    : plan_(plan), bufs_(bufs), red_(red), conns_(conns), allowDirect_(allowDirect) {
+  programs_.resize(plan->programs.size());
+  if (plan->programs.empty()) state_ = RunState::kDone;
+}
+
+char* PlanRun::regionPtr(const Region& r) const {
+  char* base = r.buf == Buf::kSend ? const_cast<char*>(static_cast<const char*>(bufs_.send))
+                                   : static_cast<char*>(bufs_.recv);
+  return base + r.offset * red_.typeSize();
+}
+
+void PlanRun::fail(const std::string& why) {
+  if (state_ == RunState::kError) return;
+  state_ = RunState::kError;
+  error_ = why;
+}
+
+bool PlanRun::progress() {
+  if (state_ != RunState::kRunning) return false;
+  bool moved = false;
+  bool allDone = true;
+  for (size_t i = 0; i < programs_.size(); ++i) {
+    const Program& prog = plan_->programs[i];
+    ProgramState& ps = programs_[i];
+    if (ps.step < prog.steps.size()) moved |= progressProgram(prog, ps);
+    if (state_ == RunState::kError) return moved;
+    if (ps.step < prog.steps.size()) allDone = false;
+  }
+  if (!allDone) return moved;
+  // Zero-copy entries point into our send buffer: done only once all were consumed.
+  for (FifoSender* s : directUsed_) {
+    if (!s->drained()) {
+      if (uint32_t why = s->closed()) fail(std::string("connection closed: ") + closeReason(why));
+      return moved;
+    }
+  }
+  state_ = RunState::kDone;
+  return true;
+}
+
+bool PlanRun::progressProgram(const Program& prog, ProgramState& ps) {
+  bool moved = false;
+  while (ps.step < prog.steps.size()) {
+    const Step& s = prog.steps[ps.step];
+    moved |= progressStep(s, ps);
+    if (state_ == RunState::kError) return moved;
+    if (ps.done < s.count() * red_.typeSize()) break;  // blocked mid-step
+    ++ps.step;
+    ps.done = 0;
+    moved = true;
+  }
+  return moved;
+}
+
+bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
+  const size_t ts = red_.typeSize();
+  const uint64_t total = s.count() * ts;
+  if (ps.done == total) return false;
+  FifoSender* out = nullptr;
+  FifoReceiver* in = nullptr;
+  if (needsSend(s.kind) && !(out = conns_->sender(s.sendPeer, s.channel))) {
+    fail("internal error: plan step " + std::string(stepKindName(s.kind)) +
+         " sends to rank " + std::to_string(s.sendPeer) + " on channel " +
+         std::to_string(s.channel) + " but there is no such connection");
+    return false;
+  }
+  if (needsRecv(s.kind) && !(in = conns_->receiver(s.recvPeer, s.channel))) {
+    fail("internal error: plan step " + std::string(stepKindName(s.kind)) +
+         " receives from rank " + std::to_string(s.recvPeer) + " on channel " +
+         std::to_string(s.channel) + " but there is no such connection");
+    return false;
+  }
+  char* src = s.src.buf != Buf::kNone ? regionPtr(s.src) : nullptr;
+  char* dst = s.dst.buf != Buf::kNone ? regionPtr(s.dst) : nullptr;
+  const uint8_t flags = s.flags;
+  const uint64_t start = ps.done;
+
+  switch (s.kind) {
+    case StepKind::kCopy:
+      red_.copy(dst, src, total / ts, flags);
+      ps.done = total;
+      break;
+
+    case StepKind::kSend: {
+      const bool direct = allowDirect_ && s.src.buf == Buf::kSend &&
+                          !((flags & kPreOp) && red_.hasPre()) &&
+                          conns_->allowsDirect(s.sendPeer, s.channel);
+      while (ps.done < total) {
+        char* slot = out->acquire();
+        if (!slot) break;
+        if (direct) {
+          out->commitDirect(src + ps.done, total - ps.done);
+          ps.done = total;
+          if (std::find(directUsed_.begin(), directUsed_.end(), out) == directUsed_.end())
+            directUsed_.push_back(out);
+          break;
+        }
+        uint64_t n = std::min<uint64_t>(total - ps.done, out->slotBytes());
+        red_.copy(slot, src + ps.done, n / ts, flags & kPreOp);
+        out->commit(n);
+        ps.done += n;
+      }
+      break;
+    }
+
+    case StepKind::kRecv:
+      while (ps.done < total) {
+        const char* p;
+        uint64_t n = std::min(in->peek(&p), total - ps.done);
+        if (n == 0) break;
+        red_.copy(dst + ps.done, p, n / ts, flags);
+        in->release(n);
+        ps.done += n;
+      }
+      break;
+
+    case StepKind::kRecvReduceSend:
+    case StepKind::kRecvCopySend:
+    case StepKind::kRecvReduceCopySend:
+      while (ps.done < total) {
+        const char* p;
+        uint64_t n = std::min(in->peek(&p), total - ps.done);
+        if (n == 0) break;
+        char* slot = out->acquire();
+        if (!slot) break;
+        n = std::min<uint64_t>(n, out->slotBytes());
+        const uint64_t e = n / ts;
+        if (s.kind == StepKind::kRecvReduceSend) {
+          red_.reduce(slot, p, src + ps.done, e, flags);
+        } else if (s.kind == StepKind::kRecvCopySend) {
+          red_.copy(dst + ps.done, p, e, 0);
+          std::memcpy(slot, p, n);
+        } else {
+          red_.reduce2(dst + ps.done, slot, p, src + ps.done, e, flags);
+        }
+        out->commit(n);
+        in->release(n);
+        ps.done += n;
+      }
+      break;
+
+    case StepKind::kRecvReduceCopy:
+      while (ps.done < total) {
+        const char* p;
+        uint64_t n = std::min(in->peek(&p), total - ps.done);
+        if (n == 0) break;
+        red_.reduce(dst + ps.done, p, src + ps.done, n / ts, flags);
+        in->release(n);
+        ps.done += n;
+      }
+      break;
+  }
+
+  if (ps.done < total) {
+    // Blocked: report a closed connection instead of waiting on it forever. A closed
+    // input may still hold the peer's last bytes: only an empty one is an error.
+    const char* p;
+    if (in && in->closed() && in->peek(&p) == 0)
+      fail("connection from rank " + std::to_string(s.recvPeer) + " closed: " +
+           closeReason(in->closed()));
+    else if (out && out->closed())
+      fail("connection to rank " + std::to_string(s.sendPeer) + " closed: " +
+           closeReason(out->closed()));
+  }
+  return ps.done != start;
+}
+
+int PlanRun::waitingOn() const {
+  for (size_t i = 0; i < programs_.size(); ++i) {
+    const Program& prog = plan_->programs[i];
+    const ProgramState& ps = programs_[i];
+    if (ps.step >= prog.steps.size()) continue;
+    const Step& s = prog.steps[ps.step];
+    if (needsRecv(s.kind)) {
+      const char* p;
+      FifoReceiver* in = conns_->receiver(s.recvPeer, s.channel);
+      if (in && in->peek(&p) == 0) return s.recvPeer;
+    }
+    if (needsSend(s.kind)) return s.sendPeer;
+  }
+  for (FifoSender* s : directUsed_)
+    if (!s->drained()) return -1;
+  return -1;
+}
+
+std::string PlanRun::describeWait() const {
+  for (size_t i = 0; i < programs_.size(); ++i) {
+    const Program& prog = plan_->programs[i];
+    const ProgramState& ps = programs_[i];
+    if (ps.step >= prog.steps.size()) continue;
+    const Step& s = prog.steps[ps.step];
+    std::string where = " (step " + std::to_string(ps.step + 1) + " of " +
+                        std::to_string(prog.steps.size()) + ", " + stepKindName(s.kind) + ", " +
+                        std::to_string(ps.done) + "/" +
+                        std::to_string(s.count() * red_.typeSize()) + " bytes)";
+    if (needsRecv(s.kind)) {
+      const char* p;
+      FifoReceiver* in = conns_->receiver(s.recvPeer, s.channel);
+      if (in && in->peek(&p) == 0)
+        return "waiting for data from rank " + std::to_string(s.recvPeer) + where;
+    }
+    if (needsSend(s.kind))
+      return "waiting for rank " + std::to_string(s.sendPeer) + " to drain its FIFO" + where;
+    return "running" + where;
+  }
+  if (!directUsed_.empty()) return "waiting for peers to read zero-copy data";
+  return "done";
+}
+
+}  // namespace braid

@@ -1,0 +1,168 @@
+// Fifo: the one-directional byte stream under every connection.
+//
+// A FifoRegion is plain memory (heap for the local transport, a POSIX shared memory
+// segment for shm, a proxy-owned buffer for networks) holding a ring of slots and two
+// counters. The sender fills slots and publishes `tail`; the receiver consumes bytes
+// and publishes `head` once a slot is fully consumed. Slot boundaries carry no meaning:
+// the stream is a byte stream, so the two ends may slice differently and a proxy may
+// re-slice (network transports). A slot may instead carry a pointer to the sender's
+// memory ("direct" entries, same address space only): the receiver reads from there.
+//
+// Memory ordering: the sender writes slot data and SlotInfo, then stores tail with
+// release; the receiver loads tail with acquire before reading. Symmetrically for head.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace braid {
+
+struct SlotInfo {
+  uint64_t bytes;   ///< payload bytes in this slot
+  uint64_t direct;  ///< 0, or the sender-side address the payload lives at
+};
+
+/// Shared header, at the start of the region. Counters on their own cache lines.
+struct FifoHeader {
+  alignas(64) std::atomic<uint64_t> tail;    ///< slots published by the sender
+  alignas(64) std::atomic<uint64_t> head;    ///< slots released by the receiver
+  alignas(64) std::atomic<uint32_t> closed;  ///< nonzero: an end aborted (value = reason)
+  uint32_t nslots;
+  uint64_t slotBytes;
+  uint64_t magic;
+};
+
+enum FifoClose : uint32_t { kFifoOpen = 0, kFifoSenderAborted = 1, kFifoReceiverAborted = 2 };
+
+/// Geometry and placement of a FIFO within a region of memory.
+class FifoLayout {
+ public:
+  static constexpr uint64_t kMagic = 0x4252414944464946ull;  // "BRAIDFIF"
+  static size_t bytesFor(uint32_t nslots, uint64_t slotBytes) {
+    return dataOffset(nslots) + size_t(nslots) * slotBytes;
+  }
+  static size_t dataOffset(uint32_t nslots) {
+    size_t o = sizeof(FifoHeader) + sizeof(SlotInfo) * nslots;
+    return (o + 63) & ~size_t(63);
+  }
+  /// Initialise a region of bytesFor(...) bytes (creator side only).
+  static FifoHeader* init(void* mem, uint32_t nslots, uint64_t slotBytes) {
+    auto* h = new (mem) FifoHeader();
+    h->tail.store(0, std::memory_order_relaxed);
+    h->head.store(0, std::memory_order_relaxed);
+    h->closed.store(0, std::memory_order_relaxed);
+    h->nslots = nslots;
+    h->slotBytes = slotBytes;
+    h->magic = kMagic;
+    // Published to the other end by the descriptor exchange (a syscall or a mutex),
+    // which orders these stores before the peer's first look.
+    return h;
+  }
+};
+
+/// Sender-side view of a FIFO.
+class FifoSender {
+ public:
+  FifoSender() = default;
+  explicit FifoSender(void* mem) { attach(mem); }
+  void attach(void* mem) {
+    h_ = static_cast<FifoHeader*>(mem);
+    slots_ = reinterpret_cast<SlotInfo*>(h_ + 1);
+    data_ = static_cast<char*>(mem) + FifoLayout::dataOffset(h_->nslots);
+    tail_ = h_->tail.load(std::memory_order_relaxed);
+    headCache_ = h_->head.load(std::memory_order_acquire);
+  }
+  bool valid() const { return h_ != nullptr; }
+  uint64_t slotBytes() const { return h_->slotBytes; }
+  uint64_t capacityBytes() const { return h_->slotBytes * h_->nslots; }
+
+  /// A free slot to write up to slotBytes() into, or nullptr if the FIFO is full.
+  char* acquire() {
+    if (tail_ - headCache_ >= h_->nslots) {
+      headCache_ = h_->head.load(std::memory_order_acquire);
+      if (tail_ - headCache_ >= h_->nslots) return nullptr;
+    }
+    return data_ + (tail_ % h_->nslots) * h_->slotBytes;
+  }
+  /// Publish the slot returned by acquire() holding `bytes` bytes.
+  void commit(uint64_t bytes) { publish(bytes, 0); }
+  /// Publish a direct entry: `bytes` bytes the receiver reads at `ptr` (same process).
+  /// Requires a free slot (acquire() != nullptr).
+  void commitDirect(const void* ptr, uint64_t bytes) {
+    publish(bytes, reinterpret_cast<uint64_t>(ptr));
+  }
+  /// True when the receiver has released every published slot.
+  bool drained() {
+    headCache_ = h_->head.load(std::memory_order_acquire);
+    return headCache_ == tail_;
+  }
+  uint64_t published() const { return tail_; }
+  uint32_t closed() const { return h_->closed.load(std::memory_order_acquire); }
+  void close(uint32_t why) { h_->closed.store(why, std::memory_order_release); }
+
+ private:
+  void publish(uint64_t bytes, uint64_t direct) {
+    SlotInfo& s = slots_[tail_ % h_->nslots];
+    s.bytes = bytes;
+    s.direct = direct;
+    ++tail_;
+    h_->tail.store(tail_, std::memory_order_release);
+  }
+  FifoHeader* h_ = nullptr;
+  SlotInfo* slots_ = nullptr;
+  char* data_ = nullptr;
+  uint64_t tail_ = 0;
+  uint64_t headCache_ = 0;
+};
+
+/// Receiver-side view of a FIFO. Consumes bytes; a slot may be consumed in parts.
+class FifoReceiver {
+ public:
+  FifoReceiver() = default;
+  explicit FifoReceiver(void* mem) { attach(mem); }
+  void attach(void* mem) {
+    h_ = static_cast<FifoHeader*>(mem);
+    slots_ = reinterpret_cast<SlotInfo*>(h_ + 1);
+    data_ = static_cast<char*>(mem) + FifoLayout::dataOffset(h_->nslots);
+    head_ = h_->head.load(std::memory_order_relaxed);
+    tailCache_ = h_->tail.load(std::memory_order_acquire);
+    offset_ = 0;
+  }
+  bool valid() const { return h_ != nullptr; }
+
+  /// Readable contiguous bytes at the front of the stream: sets *ptr, returns length
+  /// (0 if nothing is available).
+  uint64_t peek(const char** ptr) {
+    if (head_ == tailCache_) {
+      tailCache_ = h_->tail.load(std::memory_order_acquire);
+      if (head_ == tailCache_) return 0;
+    }
+    const SlotInfo& s = slots_[head_ % h_->nslots];
+    const char* base = s.direct ? reinterpret_cast<const char*>(s.direct)
+                                : data_ + (head_ % h_->nslots) * h_->slotBytes;
+    *ptr = base + offset_;
+    return s.bytes - offset_;
+  }
+  /// Consume `bytes` (at most what peek() returned).
+  void release(uint64_t bytes) {
+    offset_ += bytes;
+    if (offset_ == slots_[head_ % h_->nslots].bytes) {
+      offset_ = 0;
+      ++head_;
+      h_->head.store(head_, std::memory_order_release);
+    }
+  }
+  uint32_t closed() const { return h_->closed.load(std::memory_order_acquire); }
+  void close(uint32_t why) { h_->closed.store(why, std::memory_order_release); }
+
+ private:
+  FifoHeader* h_ = nullptr;
+  SlotInfo* slots_ = nullptr;
+  char* data_ = nullptr;
+  uint64_t head_ = 0;
+  uint64_t tailCache_ = 0;
+  uint64_t offset_ = 0;
+};
+
+}  // namespace braid

@@ -1,0 +1,62 @@
+// braid-info: prints Braid's version, build features and every environment variable
+// it reads, with its current value, default and meaning.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "braid/braid.h"
+#include "nccl.h"
+#include "src/config/params.h"
+
+namespace {
+
+const char* typeName(braid::ParamType t) {
+  switch (t) {
+    case braid::ParamType::kInt: return "int";
+    case braid::ParamType::kBool: return "bool";
+    default: return "string";
+  }
+}
+
+void wrap(const char* text, int indent, int width) {
+  std::string line;
+  const char* p = text;
+  while (*p) {
+    const char* sp = strchr(p, ' ');
+    size_t len = sp ? size_t(sp - p) : strlen(p);
+    if (!line.empty() && line.size() + 1 + len > size_t(width)) {
+      printf("%*s%s\n", indent, "", line.c_str());
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line.append(p, len);
+    p += len;
+    while (*p == ' ') ++p;
+  }
+  if (!line.empty()) printf("%*s%s\n", indent, "", line.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool brief = argc > 1 && strcmp(argv[1], "--brief") == 0;
+  if (argc > 1 && !brief) {
+    printf("usage: %s [--brief]\n  prints the version, build features and environment variables\n",
+           argv[0]);
+    return strcmp(argv[1], "--help") == 0 ? 0 : 2;
+  }
+  int v = 0;
+  ncclGetVersion(&v);
+  printf("Braid %s (NCCL API %d.%d.%d, version code %d)\n", braidVersionString(), v / 10000,
+         (v / 100) % 100, v % 100, v);
+  printf("Build features: %s\n\n", braidBuildFeatures());
+  printf("Environment variables (value [default]):\n");
+  for (const braid::ParamBase* p : braid::ParamBase::all()) {
+    const char* raw = p->raw();
+    printf("  %-28s %-6s = %s%s [%s]\n", p->name(), typeName(p->type()),
+           raw ? raw : p->defaultValue().c_str(), raw ? " (set)" : "",
+           p->defaultValue().c_str());
+    if (!brief) wrap(p->meaning(), 6, 80);
+  }
+  return 0;
+}

@@ -1,0 +1,53 @@
+// One simulated collective call: builds every rank's plan with one algorithm, runs
+// them in the Simulator over small FIFOs, and compares every byte of every rank's
+// buffers with an independently computed expectation (outputs, untouched inputs,
+// untouched non-output regions, guard zones around each buffer).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "algorithms/plan.h"
+#include "algorithms/registry.h"
+#include "algorithms/simulator.h"
+#include "tests/algorithms/values.h"
+
+namespace braid {
+namespace algotest {
+
+/// FIFO geometry plus the plan parameters used with it (chunkBytes <= capacity / 2).
+struct Setup {
+  const char* name;
+  SimGeometry geo;
+  PlanParams params;
+};
+const Setup& setupAt(int i);
+constexpr int kNumSetups = 5;
+
+struct CaseSpec {
+  const Algorithm* algo = nullptr;
+  int nranks = 1;
+  uint64_t count = 0;
+  ncclDataType_t type = ncclFloat32;
+  Op op = Op::kSum;  ///< ignored by data-movement collectives
+  int root = 0;
+  bool inPlace = false;
+  Setup setup = setupAt(0);
+  bool allowDirect = false;  ///< zero-copy entries (out of place only)
+  std::string describe() const;
+};
+
+enum class CaseStatus { kPassed, kUnsupported, kFailed };
+struct CaseResult {
+  CaseStatus status = CaseStatus::kFailed;
+  std::string message;  ///< failure details (with describe()), or why unsupported
+};
+
+CaseResult runCase(const CaseSpec& spec);
+
+/// Whether the collective reduces (and so takes an op).
+bool isReducing(Coll c);
+/// Whether the collective has a root.
+bool isRooted(Coll c);
+
+}  // namespace algotest
+}  // namespace braid

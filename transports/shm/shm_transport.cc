@@ -1,0 +1,350 @@
+// Shm transport: processes on one host share a POSIX shared memory segment per
+// connection. See shm_transport.h for the segment layout and the unlink rule.
+#include "transports/shm/shm_transport.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "src/core/error.h"
+#include "transports/transport.h"
+
+namespace braid {
+
+uint64_t processStartTime(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
+  FILE* f = std::fopen(path, "r");
+  if (!f) return 0;
+  char buf[1024];
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');  // the command name may hold spaces and ')'
+  if (!p) return 0;
+  ++p;
+  // Fields after the name: state is field 3, starttime field 22.
+  for (int field = 3; field < 22; ++field) {
+    while (*p == ' ') ++p;
+    while (*p && *p != ' ') ++p;
+    if (!*p) return 0;
+  }
+  return std::strtoull(p, nullptr, 10);
+}
+
+uint64_t pidNamespace() {
+  struct stat st;
+  if (::stat("/proc/self/ns/pid", &st) != 0) return 0;
+  return uint64_t(st.st_ino);
+}
+
+namespace {
+
+/// State letter of /proc/<pid>/stat ('R', 'S', 'Z', ...), or 0 if unknown.
+char processState(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
+  FILE* f = std::fopen(path, "r");
+  if (!f) return 0;
+  char buf[1024];
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return 0;
+  ++p;
+  while (*p == ' ') ++p;
+  return *p;
+}
+
+}  // namespace
+
+bool processAlive(pid_t pid, uint64_t startTime) {
+  if (pid <= 0) return true;  // unknown: cannot tell
+  if (kill(pid, 0) != 0 && errno != EPERM) return false;
+  char st = processState(pid);
+  if (st == 'Z' || st == 'X' || st == 'x') return false;  // exited, not yet reaped
+  if (startTime != 0) {
+    uint64_t now = processStartTime(pid);
+    if (now != 0 && now != startTime) return false;  // pid reused by another process
+  }
+  return true;
+}
+
+namespace {
+
+size_t trailerOffset(uint32_t nslots, uint64_t slotBytes) {
+  return (FifoLayout::bytesFor(nslots, slotBytes) + 63) & ~size_t(63);
+}
+size_t segmentBytes(uint32_t nslots, uint64_t slotBytes) {
+  return trailerOffset(nslots, slotBytes) + ((sizeof(ShmTrailer) + 63) & ~size_t(63));
+}
+
+/// One end's mapping of a segment; the receiver's also owns the name until unlinked.
+class ShmResource : public ConnResource {
+ public:
+  ShmResource(void* base, size_t size, std::string name, int peerRank)
+      : base_(base), size_(size), name_(std::move(name)), peerRank_(peerRank) {}
+  ~ShmResource() override {
+    unlinkName();
+    if (base_) munmap(base_, size_);
+  }
+
+  void setPeerProcess(pid_t pid, uint64_t start) { peerPid_ = pid; peerStart_ = start; }
+  ShmTrailer* trailer() const {
+    auto* h = static_cast<FifoHeader*>(base_);
+    return reinterpret_cast<ShmTrailer*>(static_cast<char*>(base_) +
+                                         trailerOffset(h->nslots, h->slotBytes));
+  }
+  /// Removes the name from /dev/shm if this end still owns it (ENOENT is fine: the
+  /// sender unlinked it already).
+  void unlinkName() {
+    if (name_.empty()) return;
+    if (shm_unlink(name_.c_str()) != 0 && errno != ENOENT)
+      BRAID_WARN("shm: shm_unlink(%s) failed: %s", name_.c_str(), std::strerror(errno));
+    name_.clear();
+  }
+  bool peerAlive() const { return processAlive(peerPid_, peerStart_); }
+
+  ncclResult_t checkPeer(std::string* why) override {
+    if (peerAlive()) return ncclSuccess;
+    if (why)
+      *why = "rank " + std::to_string(peerRank_) + " (pid " + std::to_string(peerPid_) +
+             ") on this host exited";
+    return ncclRemoteError;
+  }
+
+ private:
+  void* base_;
+  size_t size_;
+  std::string name_;  ///< non-empty while this end must unlink it
+  int peerRank_;
+  pid_t peerPid_ = 0;
+  uint64_t peerStart_ = 0;
+};
+
+std::string uniqueName(const ConnectContext& ctx) {
+  static std::mt19937_64 rng{std::random_device{}()};
+  static std::mutex mu;
+  uint32_t r;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    r = uint32_t(rng());
+  }
+  char name[128];
+  std::snprintf(name, sizeof name, "/braid-%d-%016llx-r%d-p%d-c%d-%08x", int(getpid()),
+                (unsigned long long)ctx.commHash, ctx.self ? ctx.self->rank : -1,
+                ctx.peer ? ctx.peer->rank : -1, ctx.channel, r);
+  return name;
+}
+
+class ShmTransport : public Transport {
+ public:
+  TransportId id() const override { return TransportId::kShm; }
+  const char* name() const override { return "shm"; }
+  bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override {
+    return self.hostHash == peer.hostHash;
+  }
+
+  ncclResult_t setupRecv(const ConnectContext& ctx, RecvSide* out,
+                         ConnDescriptor* desc) override {
+    const FifoGeometry& g = ctx.geometry;
+    const int peer = ctx.peer ? ctx.peer->rank : -1;
+    if (g.nslots == 0 || g.slotBytes == 0)
+      return setError(ncclInvalidArgument, nullptr,
+                      "shm transport: FIFO geometry %u slots x %llu bytes is empty",
+                      g.nslots, (unsigned long long)g.slotBytes);
+    const size_t size = segmentBytes(g.nslots, g.slotBytes);
+    std::string name;
+    int fd = -1;
+    for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
+      name = uniqueName(ctx);
+      fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+      if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0)
+      return setError(ncclSystemError, nullptr,
+                      "shm transport: shm_open(%s) for the connection from rank %d failed: %s",
+                      name.c_str(), peer, std::strerror(errno));
+    // Reserve the pages now: a full /dev/shm then fails here with ENOSPC instead of
+    // SIGBUS on first touch.
+    int err = 0;
+    if (ftruncate(fd, off_t(size)) != 0) err = errno;
+    if (!err) err = posix_fallocate(fd, 0, off_t(size));
+    void* base = MAP_FAILED;
+    if (!err) {
+      base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (base == MAP_FAILED) err = errno;
+    }
+    close(fd);
+    if (err) {
+      shm_unlink(name.c_str());
+      return setError(ncclSystemError, nullptr,
+                      "shm transport: cannot size/map %zu bytes of %s for rank %d: %s%s", size,
+                      name.c_str(), peer, std::strerror(err),
+                      err == ENOSPC ? " (/dev/shm is full or too small; enlarge it or set "
+                                      "NCCL_SHM_DISABLE=1)"
+                                    : "");
+    }
+    FifoLayout::init(base, g.nslots, g.slotBytes);
+    auto res = std::make_unique<ShmResource>(base, size, name, peer);
+    new (res->trailer()) ShmTrailer();
+    res->trailer()->attached.store(0, std::memory_order_release);
+    // Until the sender attaches, its pid comes from the core (PeerInfo) and may belong
+    // to another pid namespace: check it only if such a process exists here.
+    {
+      pid_t p = ctx.peer ? ctx.peer->pid : 0;
+      uint64_t start = p > 0 ? processStartTime(p) : 0;
+      res->setPeerProcess(start ? p : 0, start);
+    }
+    out->fifo.attach(base);
+    out->res = std::move(res);
+
+    ShmDescriptor d{};
+    d.magic = ShmDescriptor::kMagic;
+    d.size = size;
+    d.creatorPid = int32_t(getpid());
+    d.creatorStart = processStartTime(getpid());
+    d.creatorPidNs = pidNamespace();
+    d.creatorRank = ctx.self ? ctx.self->rank : -1;
+    d.nslots = g.nslots;
+    d.slotBytes = g.slotBytes;
+    std::snprintf(d.name, sizeof d.name, "%s", name.c_str());
+    *desc = ConnDescriptor{};
+    desc->transport = uint32_t(TransportId::kShm);
+    std::memcpy(desc->data, &d, sizeof d);
+    BRAID_INFO(kLogShm, "shm: rank %d <- rank %d channel %d: created %s (%zu bytes)",
+               d.creatorRank, peer, ctx.channel, name.c_str(), size);
+    return ncclSuccess;
+  }
+
+  ncclResult_t connectSend(const ConnectContext& ctx, const ConnDescriptor& desc,
+                           SendSide* out) override {
+    ShmDescriptor d;
+    std::memcpy(&d, desc.data, sizeof d);
+    d.name[sizeof d.name - 1] = '\0';
+    const int peer = ctx.peer ? ctx.peer->rank : d.creatorRank;
+    if (desc.transport != uint32_t(TransportId::kShm) || d.magic != ShmDescriptor::kMagic)
+      return setError(ncclInternalError, nullptr,
+                      "shm transport: descriptor from rank %d is not a shm one (transport %u)",
+                      peer, desc.transport);
+    if (d.size != segmentBytes(d.nslots, d.slotBytes))
+      return setError(ncclInternalError, nullptr,
+                      "shm transport: descriptor from rank %d has an inconsistent size", peer);
+    int fd = shm_open(d.name, O_RDWR, 0600);
+    if (fd < 0)
+      return setError(ncclSystemError, nullptr,
+                      "shm transport: shm_open(%s) of rank %d (pid %d) failed: %s%s", d.name,
+                      peer, int(d.creatorPid), std::strerror(errno),
+                      errno == ENOENT ? " (is rank on another host or in another /dev/shm "
+                                        "namespace? set NCCL_HOSTID or NCCL_SHM_DISABLE=1)"
+                                      : "");
+    struct stat st;
+    int err = 0;
+    if (fstat(fd, &st) != 0) err = errno;
+    else if (uint64_t(st.st_size) != d.size) err = EINVAL;
+    void* base = MAP_FAILED;
+    if (!err) {
+      base = mmap(nullptr, d.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (base == MAP_FAILED) err = errno;
+    }
+    close(fd);
+    if (err)
+      return setError(ncclSystemError, nullptr,
+                      "shm transport: cannot map %s of rank %d (%llu bytes): %s", d.name, peer,
+                      (unsigned long long)d.size, std::strerror(err));
+    // Both sides have mapped it now: the name is no longer needed.
+    if (shm_unlink(d.name) != 0 && errno != ENOENT)
+      BRAID_WARN("shm: shm_unlink(%s) failed: %s", d.name, std::strerror(errno));
+    auto res = std::make_unique<ShmResource>(base, d.size, std::string(), peer);
+    auto* h = static_cast<FifoHeader*>(base);
+    if (h->magic != FifoLayout::kMagic || h->nslots != d.nslots ||
+        h->slotBytes != d.slotBytes)
+      return setError(ncclInternalError, nullptr,
+                      "shm transport: segment %s of rank %d holds no valid FIFO", d.name, peer);
+    const uint64_t myNs = pidNamespace();
+    if (d.creatorPidNs != 0 && d.creatorPidNs == myNs) {
+      res->setPeerProcess(d.creatorPid, d.creatorStart);
+    } else {
+      BRAID_INFO(kLogShm, "shm: rank %d is in another pid namespace: its exit cannot be "
+                 "detected through its pid", peer);
+    }
+    ShmTrailer* t = res->trailer();
+    t->senderPid = int32_t(getpid());
+    t->senderStart = processStartTime(getpid());
+    t->senderPidNs = myNs;
+    t->attached.store(1, std::memory_order_release);
+    out->fifo.attach(base);
+    out->allowDirect = false;
+    out->res = std::move(res);
+    BRAID_INFO(kLogShm, "shm: rank %d -> rank %d channel %d: mapped %s",
+               ctx.self ? ctx.self->rank : -1, peer, ctx.channel, d.name);
+    return ncclSuccess;
+  }
+
+  /// Waits until the sender has mapped the segment (the core normally calls this after
+  /// every connectSend, so it returns at once), then makes sure the name is gone.
+  ncclResult_t finishRecv(const ConnectContext& ctx, RecvSide* side) override {
+    auto* res = static_cast<ShmResource*>(side->res.get());
+    if (!res) return setError(ncclInternalError, nullptr, "shm transport: finishRecv without setupRecv");
+    const int peer = ctx.peer ? ctx.peer->rank : -1;
+    ShmTrailer* t = res->trailer();
+    auto start = std::chrono::steady_clock::now();
+    auto elapsedMs = [&] {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::steady_clock::now() - start).count();
+    };
+    ncclResult_t rc = ncclSuccess;
+    for (int spins = 0; t->attached.load(std::memory_order_acquire) == 0; ++spins) {
+      if (ctx.abortFlag && ctx.abortFlag->load(std::memory_order_relaxed)) {
+        rc = setError(ncclInvalidUsage, nullptr,
+                      "shm transport: connection from rank %d aborted during setup", peer);
+        break;
+      }
+      if (ctx.timeoutMs >= 0 && elapsedMs() > ctx.timeoutMs) {
+        rc = setError(ncclRemoteError, nullptr,
+                      "shm transport: rank %d did not attach its shm segment within %d ms",
+                      peer, ctx.timeoutMs);
+        break;
+      }
+      if (spins % 64 == 63 && !res->peerAlive()) {
+        rc = setError(ncclRemoteError, nullptr,
+                      "shm transport: rank %d (pid %d) on this host exited during setup", peer,
+                      ctx.peer ? ctx.peer->pid : 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(spins < 100 ? 50 : 1000));
+    }
+    if (rc == ncclSuccess) {
+      if (t->senderPidNs != 0 && t->senderPidNs == pidNamespace()) {
+        res->setPeerProcess(t->senderPid, t->senderStart);
+      } else {
+        res->setPeerProcess(0, 0);
+        BRAID_INFO(kLogShm, "shm: rank %d is in another pid namespace: its exit cannot be "
+                   "detected through its pid", peer);
+      }
+    }
+    res->unlinkName();
+    return rc;
+  }
+};
+
+}  // namespace
+
+Transport& shmTransport() {
+  static ShmTransport t;
+  return t;
+}
+
+}  // namespace braid

@@ -1,0 +1,51 @@
+// Shm transport internals shared with its tests: the descriptor layout, the segment
+// trailer and the peer-liveness check. The transport itself is shmTransport().
+//
+// A segment holds one FIFO followed by a ShmTrailer; the receiver creates it, the sender
+// maps it and unlinks its name at once, so nothing stays in /dev/shm once both sides
+// have mapped it (or when the receiver gives up on the sender).
+#pragma once
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace braid {
+
+/// What the receiver puts in ConnDescriptor::data.
+struct ShmDescriptor {
+  static constexpr uint64_t kMagic = 0x4252414944534d48ull;  // "BRAIDSMH"
+  uint64_t magic;
+  uint64_t size;            ///< bytes of the segment
+  uint64_t creatorStart;    ///< creator's process start time (0: unknown)
+  uint64_t creatorPidNs;    ///< creator's pid namespace (0: unknown)
+  int32_t creatorPid;
+  int32_t creatorRank;
+  uint32_t nslots;
+  uint32_t pad;
+  uint64_t slotBytes;
+  char name[128];           ///< shm_open name, "/braid-..."
+};
+
+/// Lives after the FIFO in the segment: written by the sender when it has mapped it.
+struct ShmTrailer {
+  alignas(64) std::atomic<uint32_t> attached;  ///< 1 once the sender mapped the segment
+  int32_t senderPid;
+  uint64_t senderStart;
+  uint64_t senderPidNs;
+};
+
+/// Start time of a process (clock ticks since boot, /proc/<pid>/stat field 22), or 0
+/// if unknown. Distinguishes a process from a later one that reuses its pid.
+uint64_t processStartTime(pid_t pid);
+
+/// Identity of this process's pid namespace (inode of /proc/self/ns/pid), 0 if unknown.
+/// Pids of peers in another namespace (containers sharing /dev/shm) mean nothing here.
+uint64_t pidNamespace();
+
+/// Whether process `pid` still runs: it exists (kill(pid, 0) succeeds or says EPERM),
+/// is not a zombie, and, if startTime != 0, is the same process that had that start
+/// time.
+bool processAlive(pid_t pid, uint64_t startTime);
+
+}  // namespace braid

@@ -1,0 +1,102 @@
+// Transport: sets up connections (a pair of FIFOs per peer and channel) between ranks.
+//
+// Every transport has the same small interface. A connection is made in three phases
+// so that one thread can connect many peers (and many communicators) at once without
+// deadlock; the core exchanges the descriptors over the bootstrap network:
+//   1. setupRecv   on the receiving rank: create the receive side, fill a descriptor;
+//   2. connectSend on the sending rank, with the receiver's descriptor;
+//   3. finishRecv  on the receiving rank (e.g. accept a socket); may be a no-op.
+// After that the executor moves data through FifoSender / FifoReceiver views; network
+// transports progress their bytes with a proxy thread of their own.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "nccl.h"
+#include "src/exec/fifo.h"
+
+namespace braid {
+
+/// What a rank tells every other rank about itself at init (plain data, exchanged by
+/// the bootstrap allgather).
+struct PeerInfo {
+  int rank = -1;
+  int pid = 0;
+  uint64_t hostHash = 0;     ///< hostname + boot id, or NCCL_HOSTID
+  uint64_t processHash = 0;  ///< unique per process (host, pid, random)
+  int cudaDev = -1;
+  char hostname[64] = {};
+  char netAddr[64] = {};     ///< "ip" this rank's data sockets listen on (NCCL_SOCKET_IFNAME)
+};
+
+/// FIFO geometry of one connection (from NCCL_BUFFSIZE and BRAID_FIFO_SLOTS).
+struct FifoGeometry {
+  uint32_t nslots = 8;
+  uint64_t slotBytes = 512 << 10;
+  uint64_t capacity() const { return uint64_t(nslots) * slotBytes; }
+};
+
+/// Opaque bytes a receiver hands to its sender in phase 1 -> 2.
+struct ConnDescriptor {
+  static constexpr size_t kBytes = 192;
+  uint32_t transport = 0;  ///< TransportId of the creator, checked by the peer
+  char data[kBytes] = {};
+};
+
+/// What a transport needs to know to connect this rank to one peer.
+struct ConnectContext {
+  const PeerInfo* self = nullptr;
+  const PeerInfo* peer = nullptr;
+  int channel = 0;
+  FifoGeometry geometry;
+  uint64_t secret = 0;         ///< job secret: every data socket must present it
+  uint64_t commHash = 0;       ///< identifies the communicator (for names, logs)
+  int timeoutMs = 60000;       ///< for blocking waits during setup
+  const std::atomic<bool>* abortFlag = nullptr;  ///< setup gives up when set
+};
+
+/// Resources owned by one end of a connection (shm mapping, socket, proxy entry...).
+/// Destroying it releases them.
+class ConnResource {
+ public:
+  virtual ~ConnResource() = default;
+  /// Called by the executor when it has waited a while on this connection: returns
+  /// ncclSuccess if the peer is still there, else an error (and sets *why).
+  virtual ncclResult_t checkPeer(std::string* why) { (void)why; return ncclSuccess; }
+};
+
+struct SendSide {
+  FifoSender fifo;
+  bool allowDirect = false;  ///< receiver shares our address space (local transport)
+  std::unique_ptr<ConnResource> res;
+};
+struct RecvSide {
+  FifoReceiver fifo;
+  std::unique_ptr<ConnResource> res;
+};
+
+enum class TransportId : uint32_t { kLocal = 1, kShm = 2, kNetSocket = 3 };
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual TransportId id() const = 0;
+  virtual const char* name() const = 0;
+  /// Whether this transport can connect the two ranks at all.
+  virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
+  virtual ncclResult_t setupRecv(const ConnectContext& ctx, RecvSide* out,
+                                 ConnDescriptor* desc) = 0;
+  virtual ncclResult_t connectSend(const ConnectContext& ctx, const ConnDescriptor& desc,
+                                   SendSide* out) = 0;
+  virtual ncclResult_t finishRecv(const ConnectContext& ctx, RecvSide* side) {
+    (void)ctx; (void)side; return ncclSuccess;
+  }
+};
+
+/// The built-in transports (singletons).
+Transport& localTransport();
+Transport& shmTransport();
+Transport& netSocketTransport();
+
+}  // namespace braid
