@@ -52,7 +52,8 @@ const IntParam kBootstrapTimeoutMs("BRAID_BOOTSTRAP_TIMEOUT_MS", 120000,
 const IntParam kPeerCheckMs("BRAID_PEER_CHECK_MS", 200,
     "After this long without progress, check whether the peers waited on are alive.");
 const IntParam kSpinCount("BRAID_SPIN", 2000,
-    "Busy polls before a waiting rank starts yielding the CPU.");
+    "Busy polls before a waiting rank starts yielding the CPU. Unset: this default when "
+    "the host's ranks fit on its CPUs, 0 (yield at once) when they outnumber them.");
 
 }  // namespace param
 }  // namespace braid

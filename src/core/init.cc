@@ -1,5 +1,6 @@
 // Communicator creation: ncclGetUniqueId, ncclCommInitRank[Config|Scalable],
 // ncclCommInitAll, ncclCommSplit, ncclCommShrink.
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -154,6 +155,15 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
     comm->peers.push_back(o.info);
   }
   comm->commHash = fnv1a(&id, sizeof(id));
+  // Waiting ranks spin only while every rank of this host can have a core; with more
+  // ranks than cores a spinning rank steals the core its peer needs, so yield at once.
+  if (param::kSpinCount.raw() == nullptr) {
+    int local = 0;
+    for (const PeerInfo& p : comm->peers) local += p.hostHash == me.info.hostHash;
+    cpu_set_t set;
+    int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+    if (local > cpus) comm->settings.spinCount = 0;
+  }
   BRAID_INFO(kLogInit, "comm %p rank %d nranks %d pid %d host %s ready (fifo %u x %llu B, %d "
              "channel(s))", static_cast<void*>(comm), rank, nranks, me.info.pid,
              me.info.hostname, me.fifoSlots,
