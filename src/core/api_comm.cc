@@ -50,12 +50,14 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   BRAID_CHECK(checkComm(comm, "ncclCommAbort"));
   Comm* c = asComm(comm);
   c->abortFlag.store(true);
-  c->closeConnections(kFifoSenderAborted);
   joinInit(c);
   waitQueued(c);
-  // Any thread inside this comm's work sees the flag within a few microseconds and
-  // leaves; taking the lock waits for that.
-  { std::lock_guard<std::mutex> lock(c->execMutex); }
+  {
+    // Any thread inside this comm's work sees the flag within a few microseconds and
+    // leaves; taking the lock waits for that. Closing the FIFOs tells the peers.
+    std::lock_guard<std::mutex> lock(c->execMutex);
+    c->closeConnections(kFifoSenderAborted);
+  }
   delete c;
   return ncclSuccess;
 }
@@ -67,7 +69,10 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
     return setError(ncclInvalidArgument, c, "ncclCommRevoke: revokeFlags must be "
                     "NCCL_REVOKE_DEFAULT (0), not 0x%x", revokeFlags);
   c->revoked.store(true);
-  c->closeConnections(kFifoSenderAborted);
+  // A thread executing this comm's work notices the flag and closes the connections
+  // itself (Comm::fatal); otherwise close them here, so peers fail instead of waiting.
+  std::unique_lock<std::mutex> lock(c->execMutex, std::try_to_lock);
+  if (lock.owns_lock()) c->closeConnections(kFifoSenderAborted);
   return ncclSuccess;
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -115,6 +116,19 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
     return r;
   };
   logSetThreadRank(rank);
+  static std::once_flag banner;
+  std::call_once(banner, [] {
+    logMessage(LogLevel::kVersion, kLogInit, __FILE__, __LINE__,
+               "Braid %s (NCCL API %d.%d.%d), host executor, transports local/shm/socket",
+               BRAID_VERSION_STRING, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+    std::string proto = param::kProto.get();
+    std::transform(proto.begin(), proto.end(), proto.begin(), ::tolower);
+    const bool negated = !proto.empty() && proto[0] == '^';
+    const bool namesSimple = proto.find("simple") != std::string::npos;
+    if (!proto.empty() && negated == namesSimple)
+      BRAID_WARN("NCCL_PROTO=%s does not allow Simple, the only protocol of the host path; "
+                 "using Simple", proto.c_str());
+  });
   comm->rank = rank;
   comm->nranks = nranks;
   comm->cudaDev = cudaDev;
@@ -374,7 +388,11 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
   }
   ncclConfig_t cfg;
   BRAID_CHECK(readConfig(config, &cfg, call));
-  if (shrinkFlags == NCCL_SHRINK_ABORT) parent->closeConnections(kFifoSenderAborted);
+  if (shrinkFlags == NCCL_SHRINK_ABORT) {
+    parent->revoked.store(true);  // pending work on the parent stops...
+    std::lock_guard<std::mutex> lock(parent->execMutex);  // ...and has left
+    parent->closeConnections(kFifoSenderAborted);
+  }
   std::vector<int> members;
   for (int r = 0; r < parent->nranks; ++r)
     if (!excluded[size_t(r)]) members.push_back(r);

@@ -36,13 +36,27 @@ void wrap(const char* text, int indent, int width) {
   if (!line.empty()) printf("%*s%s\n", indent, "", line.c_str());
 }
 
+/// The variable table as Markdown (docs/environment.md holds this verbatim).
+void printMarkdown() {
+  printf("| variable | type | default | meaning |\n|---|---|---|---|\n");
+  for (const braid::ParamBase* p : braid::ParamBase::all()) {
+    const std::string& def = p->defaultValue();
+    printf("| `%s` | %s | %s | %s |\n", p->name(), typeName(p->type()),
+           def.empty() ? "(empty)" : ("`" + def + "`").c_str(), p->meaning());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool brief = argc > 1 && strcmp(argv[1], "--brief") == 0;
+  if (argc > 1 && strcmp(argv[1], "--markdown") == 0) {
+    printMarkdown();
+    return 0;
+  }
   if (argc > 1 && !brief) {
-    printf("usage: %s [--brief]\n  prints the version, build features and environment variables\n",
-           argv[0]);
+    printf("usage: %s [--brief | --markdown]\n  prints the version, build features and "
+           "environment variables\n", argv[0]);
     return strcmp(argv[1], "--help") == 0 ? 0 : 2;
   }
   int v = 0;

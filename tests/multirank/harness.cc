@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,10 +55,44 @@ class PipeReporter : public ::testing::EmptyTestEventListener {
   std::atomic<bool> failed_{false};
 };
 
-[[noreturn]] void childMain(int rank, int nranks, int fd, const RankBody& body,
-                            const RunOptions& opts) {
+/// The unique id, made by child rank 0 after the fork and shared through a MAP_SHARED
+/// page: the parent must not start threads (ncclGetUniqueId starts the bootstrap root)
+/// before forking, or a child can inherit a lock held by one of them (e.g. malloc's
+/// under ASan) and hang.
+struct SharedId {
+  std::atomic<int> state;  // 0: not yet, 1: ready, -1: rank 0 failed
+  ncclUniqueId id;
+};
+
+bool receiveId(SharedId* shared, int rank) {
+  if (rank == 0) {
+    ncclResult_t r = ncclGetUniqueId(&g_id);
+    if (r == ncclSuccess) shared->id = g_id;
+    shared->state.store(r == ncclSuccess ? 1 : -1, std::memory_order_release);
+    if (r != ncclSuccess) ADD_FAILURE() << "ncclGetUniqueId: " << ncclGetLastError(nullptr);
+    return r == ncclSuccess;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  while (shared->state.load(std::memory_order_acquire) == 0) {
+    if (secondsSince(t0) > 60) {
+      ADD_FAILURE() << "rank " << rank << ": no unique id from rank 0 within 60 s";
+      return false;
+    }
+    usleep(200);
+  }
+  g_id = shared->id;
+  return shared->state.load() == 1;
+}
+
+[[noreturn]] void childMain(int rank, int nranks, int fd, SharedId* shared,
+                            const RankBody& body, const RunOptions& opts) {
   auto* reporter = new PipeReporter(fd);
   ::testing::UnitTest::GetInstance()->listeners().Append(reporter);  // owned by gtest
+  if (!receiveId(shared, rank)) {
+    fflush(stdout);
+    fflush(stderr);
+    _exit(2);
+  }
   ncclComm_t comm = nullptr;
   if (opts.createComm) {
     ncclResult_t r = ncclCommInitRank(&comm, nranks, g_id, rank);
@@ -96,11 +131,14 @@ void drain(int fd, std::string* out) {
 
 std::vector<RankOutcome> runProcesses(int nranks, const RankBody& body, const RunOptions& opts) {
   std::vector<RankOutcome> out(static_cast<size_t>(nranks));
-  ncclResult_t r = ncclGetUniqueId(&g_id);
-  if (r != ncclSuccess) {
-    ADD_FAILURE() << "ncclGetUniqueId: " << ncclGetLastError(nullptr);
+  void* page = mmap(nullptr, sizeof(SharedId), PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) {
+    ADD_FAILURE() << "mmap: " << strerror(errno);
     return out;
   }
+  auto* shared = new (page) SharedId();
+  shared->state.store(0);
   std::vector<pid_t> pids(size_t(nranks), -1);
   std::vector<int> fds(size_t(nranks), -1);
   fflush(stdout);
@@ -121,7 +159,7 @@ std::vector<RankOutcome> runProcesses(int nranks, const RankBody& body, const Ru
     if (pid == 0) {
       close(p[0]);
       for (int j = 0; j < i; ++j) close(fds[size_t(j)]);
-      childMain(i, nranks, p[1], body, opts);
+      childMain(i, nranks, p[1], shared, body, opts);
     }
     close(p[1]);
     setNonBlocking(p[0]);
@@ -177,6 +215,7 @@ std::vector<RankOutcome> runProcesses(int nranks, const RankBody& body, const Ru
       drain(fds[size_t(i)], &out[size_t(i)].messages);
       close(fds[size_t(i)]);
     }
+  munmap(page, sizeof(SharedId));
   if (!hung) {
     for (int i = 0; i < nranks; ++i) {
       const RankOutcome& o = out[size_t(i)];
