@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "algorithms/registry.h"
 #include "braid/braid.h"
 #include "nccl.h"
 #include "src/config/params.h"
@@ -71,6 +72,12 @@ int main(int argc, char** argv) {
            raw ? raw : p->defaultValue().c_str(), raw ? " (set)" : "",
            p->defaultValue().c_str());
     if (!brief) wrap(p->meaning(), 6, 80);
+  }
+  printf("\nAlgorithms (NCCL_ALGO names; the first of each collective is its default):\n");
+  for (const braid::Algorithm& a : braid::allAlgorithms()) {
+    printf("  %-14s %-9s%s%s%s\n", braid::collName(a.coll), a.name, a.ncclName ? " (" : "",
+           a.ncclName ? a.ncclName : "", a.ncclName ? ")" : "");
+    if (!brief) wrap(a.description, 6, 80);
   }
   return 0;
 }
