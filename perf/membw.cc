@@ -1,0 +1,54 @@
+// membw: a STREAM-like copy probe, the memory-bandwidth reference the perf numbers are
+// quoted against. Copies a buffer of -s bytes (default 256 MiB) with memcpy, split over
+// T threads (1 and 2 by default), and reports GB/s counting bytes read + written, the
+// median of -n repetitions.   usage: membw [-s bytes] [-n reps] [-t threads...]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace {
+
+double copyOnce(char* dst, const char* src, size_t bytes, int threads) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  size_t part = bytes / size_t(threads);
+  for (int t = 0; t < threads; ++t) {
+    size_t off = part * size_t(t), n = t == threads - 1 ? bytes - off : part;
+    pool.emplace_back([=] { memcpy(dst + off, src + off, n); });
+  }
+  for (auto& th : pool) th.join();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t bytes = size_t(256) << 20;
+  int reps = 9;
+  std::vector<int> threadCounts;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "-s") && i + 1 < argc) bytes = strtoull(argv[++i], nullptr, 0);
+    else if (!strcmp(argv[i], "-n") && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "-t")) {
+      while (i + 1 < argc && argv[i + 1][0] != '-') threadCounts.push_back(atoi(argv[++i]));
+    } else {
+      fprintf(stderr, "usage: %s [-s bytes] [-n reps] [-t threads...]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (threadCounts.empty()) threadCounts = {1, 2};
+  std::vector<char> src(bytes, 1), dst(bytes, 0);  // touched: no page faults timed
+  printf("# membw: memcpy of %zu bytes, GB/s = (read + written) / time, median of %d\n",
+         bytes, reps);
+  for (int t : threadCounts) {
+    std::vector<double> gbps;
+    for (int r = 0; r < reps; ++r) gbps.push_back(2.0 * double(bytes) / copyOnce(dst.data(), src.data(), bytes, t) / 1e9);
+    std::sort(gbps.begin(), gbps.end());
+    printf("threads %d  copy %.2f GB/s\n", t, gbps[gbps.size() / 2]);
+  }
+  return 0;
+}
