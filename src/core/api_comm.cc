@@ -41,7 +41,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   joinInit(c);
   waitQueued(c);
   { std::lock_guard<std::mutex> lock(c->execMutex); }
-  delete c;
+  Comm::retire(c);
   return ncclSuccess;
 }
 
@@ -58,7 +58,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
     std::lock_guard<std::mutex> lock(c->execMutex);
     c->closeConnections(kFifoSenderAborted);
   }
-  delete c;
+  Comm::retire(c);
   return ncclSuccess;
 }
 

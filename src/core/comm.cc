@@ -1,6 +1,7 @@
 #include "src/core/comm.h"
 
 #include <cstdio>
+#include <deque>
 
 #include "src/core/error.h"
 
@@ -16,6 +17,29 @@ Comm::~Comm() {
   bootstrap.reset();
   magic.store(kDeadMagic);
   forgetErrors(this);
+}
+
+void Comm::retire(Comm* c) {
+  if (c->initThread.joinable()) c->initThread.join();
+  c->sends.clear();
+  c->recvs.clear();
+  c->bootstrap.reset();
+  c->planCache.clear();
+  c->peers.clear();
+  c->peers.shrink_to_fit();
+  c->userOps.clear();
+  c->userOps.shrink_to_fit();
+  c->magic.store(kDeadMagic);
+  static std::mutex mu;
+  static auto* quarantine = new std::deque<Comm*>();  // leaked on purpose: used at exit
+  std::lock_guard<std::mutex> lock(mu);
+  quarantine->push_back(c);
+  if (quarantine->size() > 4096) {
+    Comm* oldest = quarantine->front();
+    quarantine->pop_front();
+    forgetErrors(oldest);
+    delete oldest;
+  }
 }
 
 FifoSender* Comm::sender(int peer, int channel) {
@@ -100,10 +124,15 @@ ncclResult_t checkComm(ncclComm_t handle, const char* call) {
   if (handle == nullptr)
     return setError(ncclInvalidArgument, nullptr, "%s: comm is NULL", call);
   Comm* c = asComm(handle);
-  if (c->magic.load() != Comm::kMagic)
+  uint64_t m = c->magic.load();
+  if (m == Comm::kDeadMagic)
     return setError(ncclInvalidArgument, nullptr,
-                    "%s: comm %p is not a valid communicator (destroyed or corrupted)", call,
-                    static_cast<void*>(handle));
+                    "%s: comm %p was destroyed (ncclCommDestroy / ncclCommAbort) and cannot "
+                    "be used any more", call, static_cast<void*>(handle));
+  if (m != Comm::kMagic)
+    return setError(ncclInvalidArgument, nullptr,
+                    "%s: comm %p is not a valid communicator (corrupted or never created)",
+                    call, static_cast<void*>(handle));
   return ncclSuccess;
 }
 

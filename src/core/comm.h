@@ -96,6 +96,11 @@ struct Comm : public ConnTable {
   ncclResult_t fatal(ncclResult_t code);
   /// "rank 1 of 4" for messages.
   std::string who() const;
+
+  /// Releases everything (connections, bootstrap, caches) and marks the handle dead;
+  /// the small shell stays in a bounded quarantine, so a later call with this stale
+  /// handle gets "was destroyed" instead of touching freed memory.
+  static void retire(Comm* c);
 };
 
 /// Validates a handle from the user: magic, not destroyed. Sets the error message.

@@ -64,6 +64,20 @@ TEST_F(ApiErrors, NullComm) {
   EXPECT_NCCL_ERROR(ncclCommCount(nullptr, &n), ncclInvalidArgument, nullptr, "comm is NULL");
 }
 
+TEST_F(ApiErrors, DestroyedAndAbortedComms) {
+  ncclComm_t destroyed = comms_[0], aborted = comms_[1];
+  ASSERT_EQ(ncclCommDestroy(destroyed), ncclSuccess);
+  ASSERT_EQ(ncclCommAbort(aborted), ncclSuccess);
+  comms_[0] = comms_[1] = nullptr;  // TearDown must not destroy them again
+  EXPECT_NCCL_ERROR(ncclAllReduce(buf_, out_, 4, ncclFloat32, ncclSum, destroyed, nullptr),
+                    ncclInvalidArgument, nullptr, "was destroyed");
+  EXPECT_NCCL_ERROR(ncclBroadcast(buf_, out_, 4, ncclFloat32, 0, aborted, nullptr),
+                    ncclInvalidArgument, nullptr, "was destroyed");
+  int n = 0;
+  EXPECT_NCCL_ERROR(ncclCommCount(destroyed, &n), ncclInvalidArgument, nullptr, "was destroyed");
+  EXPECT_NCCL_ERROR(ncclCommDestroy(destroyed), ncclInvalidArgument, nullptr, "was destroyed");
+}
+
 TEST_F(ApiErrors, NullBuffers) {
   EXPECT_NCCL_ERROR(ncclAllReduce(nullptr, out_, 4, ncclFloat32, ncclSum, comm_, nullptr),
                     ncclInvalidArgument, comm_, "sendbuff");
