@@ -22,18 +22,37 @@
 
 namespace braid {
 
-uint64_t processStartTime(pid_t pid) {
+namespace {
+
+/// Reads /proc/<pid>/stat into buf; returns the text after the command name (whose
+/// closing ')' is the last one: the name may hold spaces and ')'), or nullptr.
+const char* readProcStat(pid_t pid, char (&buf)[1024]) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
   FILE* f = std::fopen(path, "r");
-  if (!f) return 0;
-  char buf[1024];
+  if (!f) return nullptr;
   size_t n = std::fread(buf, 1, sizeof buf - 1, f);
   std::fclose(f);
   buf[n] = '\0';
-  const char* p = std::strrchr(buf, ')');  // the command name may hold spaces and ')'
+  const char* p = std::strrchr(buf, ')');
+  return p ? p + 1 : nullptr;
+}
+
+/// State letter of /proc/<pid>/stat ('R', 'S', 'Z', ...), or 0 if unknown.
+char processState(pid_t pid) {
+  char buf[1024];
+  const char* p = readProcStat(pid, buf);
   if (!p) return 0;
-  ++p;
+  while (*p == ' ') ++p;
+  return *p;
+}
+
+}  // namespace
+
+uint64_t processStartTime(pid_t pid) {
+  char buf[1024];
+  const char* p = readProcStat(pid, buf);
+  if (!p) return 0;
   // Fields after the name: state is field 3, starttime field 22.
   for (int field = 3; field < 22; ++field) {
     while (*p == ' ') ++p;
@@ -48,27 +67,6 @@ uint64_t pidNamespace() {
   if (::stat("/proc/self/ns/pid", &st) != 0) return 0;
   return uint64_t(st.st_ino);
 }
-
-namespace {
-
-/// State letter of /proc/<pid>/stat ('R', 'S', 'Z', ...), or 0 if unknown.
-char processState(pid_t pid) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
-  FILE* f = std::fopen(path, "r");
-  if (!f) return 0;
-  char buf[1024];
-  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[n] = '\0';
-  const char* p = std::strrchr(buf, ')');
-  if (!p) return 0;
-  ++p;
-  while (*p == ' ') ++p;
-  return *p;
-}
-
-}  // namespace
 
 bool processAlive(pid_t pid, uint64_t startTime) {
   if (pid <= 0) return true;  // unknown: cannot tell
