@@ -105,6 +105,8 @@ ncclResult_t submit(OpRecord op) {
     if (inGroup()) groupNoteError(r);
     return r;
   }
+  if (int(op.op) >= int(ncclNumOps) && ruleFor(op.coll).reduces)
+    op.userOp = op.comm->userOps[size_t(op.op) - size_t(ncclNumOps)];
   BRAID_INFO(kLogColl, "%s: opCount %llu sendbuff %p recvbuff %p count %zu datatype %d op %d "
              "root %d comm %p [nranks=%d] stream %p", op.call,
              static_cast<unsigned long long>(op.comm->opCount), op.sendbuff, op.recvbuff,

@@ -16,6 +16,15 @@ void waitQueued(Comm* c) {
   while (c->queuedBatches.load() > 0) std::this_thread::yield();
 }
 
+/// Waits until all work issued on this comm so far (batches, splits) has finished;
+/// returns at once if the comm is aborted.
+void waitIssued(Comm* c) {
+  uint64_t ticket = c->issue();
+  c->waitTurn(ticket, true);
+  c->endTurn(ticket);
+  waitQueued(c);  // batches that gave up their turn early may still be leaving
+}
+
 /// Joins a nonblocking init still running (it gives up promptly once aborted).
 void joinInit(Comm* c) {
   if (c->initThread.joinable()) c->initThread.join();
@@ -29,7 +38,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   BRAID_CHECK(checkComm(comm, "ncclCommFinalize"));
   Comm* c = asComm(comm);
   joinInit(c);
-  waitQueued(c);
+  waitIssued(c);
   c->finalized = true;
   return ncclResult_t(c->asyncError.load() == ncclInProgress ? ncclSuccess : c->asyncError.load());
 }
@@ -39,7 +48,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   BRAID_CHECK(checkComm(comm, "ncclCommDestroy"));
   Comm* c = asComm(comm);
   joinInit(c);
-  waitQueued(c);
+  waitIssued(c);
   { std::lock_guard<std::mutex> lock(c->execMutex); }
   Comm::retire(c);
   return ncclSuccess;

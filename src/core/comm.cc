@@ -1,5 +1,6 @@
 #include "src/core/comm.h"
 
+#include <chrono>
 #include <cstdio>
 #include <deque>
 
@@ -17,6 +18,34 @@ Comm::~Comm() {
   bootstrap.reset();
   magic.store(kDeadMagic);
   forgetErrors(this);
+}
+
+std::mutex& issueOrderMutex() {
+  static std::mutex* mu = new std::mutex();  // leaked on purpose: used at exit
+  return *mu;
+}
+
+uint64_t Comm::issue() {
+  std::lock_guard<std::mutex> lock(issueOrderMutex());
+  return takeTicket();
+}
+
+bool Comm::waitTurn(uint64_t ticket, bool evenIfRevoked) {
+  std::unique_lock<std::mutex> lock(turnMu_);
+  while (serving_ < ticket) {
+    if (abortFlag.load() || (revoked.load() && !evenIfRevoked)) return false;
+    // Short waits: abort and revoke set their flags without notifying us.
+    turnCv_.wait_for(lock, std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+void Comm::endTurn(uint64_t ticket) {
+  {
+    std::lock_guard<std::mutex> lock(turnMu_);
+    if (serving_ < ticket + 1) serving_ = ticket + 1;
+  }
+  turnCv_.notify_all();
 }
 
 void Comm::retire(Comm* c) {
@@ -99,8 +128,10 @@ ncclResult_t Comm::checkPeer(int peer, std::string* why) {
 }
 
 void Comm::closeConnections(uint32_t why) {
+  // Senders fence: a peer may be copying from a zero-copy entry pointing into a user
+  // buffer that the failing op is about to hand back.
   for (auto& kv : sends)
-    if (kv.second.fifo.valid()) kv.second.fifo.close(why);
+    if (kv.second.fifo.valid()) kv.second.fifo.closeAndFence(why);
   for (auto& kv : recvs)
     if (kv.second.fifo.valid()) kv.second.fifo.close(why);
 }

@@ -3,6 +3,7 @@
 // communicator's state (error, abort, user reduction ops).
 #pragma once
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -15,19 +16,11 @@
 #include "algorithms/plan.h"
 #include "nccl.h"
 #include "src/bootstrap/bootstrap.h"
+#include "src/core/op.h"
 #include "src/exec/engine.h"
 #include "transports/transport.h"
 
 namespace braid {
-
-/// A PreMulSum op made by ncclRedOpCreatePreMulSum.
-struct UserRedOp {
-  bool live = false;
-  ncclDataType_t type = ncclFloat32;
-  ncclScalarResidence_t residence = ncclScalarHostImmediate;
-  unsigned char immediate[8] = {};  ///< value, for ncclScalarHostImmediate
-  const void* ptr = nullptr;        ///< for ncclScalarDevice (read at execution)
-};
 
 /// Settings a communicator takes from ncclConfig_t and the environment at init.
 struct CommSettings {
@@ -70,6 +63,21 @@ struct Comm : public ConnTable {
   std::thread initThread;  ///< nonblocking init
   std::mutex execMutex;    ///< held while a thread executes this comm's work
   std::atomic<int> queuedBatches{0};  ///< batches waiting on host streams
+
+  // ---- issue order -----------------------------------------------------------
+  // NCCL runs a communicator's operations in the order they were issued, whatever the
+  // stream or thread. Every unit of work (a group's batch, a split, a destroy) takes a
+  // ticket when issued and runs only when the tickets before it are done.
+  /// Takes the next ticket. Call with issueOrderMutex() held, so that a batch's
+  /// tickets on several comms are consistent with one global order (no cycles).
+  uint64_t takeTicket() { return ticketNext_++; }
+  /// Waits until the work issued before `ticket` is done. Returns false (at once) if
+  /// the comm is aborted, or revoked (unless evenIfRevoked: ncclCommShrink), meanwhile.
+  bool waitTurn(uint64_t ticket, bool evenIfRevoked = false);
+  /// takeTicket() under issueOrderMutex(), for work on this comm alone.
+  uint64_t issue();
+  /// Lets the work issued after `ticket` run. Must be called exactly once per ticket.
+  void endTurn(uint64_t ticket);
   std::vector<UserRedOp> userOps;  ///< index = op - ncclNumOps
 
   // ---- connections (ConnTable) --------------------------------------------
@@ -101,7 +109,16 @@ struct Comm : public ConnTable {
   /// the small shell stays in a bounded quarantine, so a later call with this stale
   /// handle gets "was destroyed" instead of touching freed memory.
   static void retire(Comm* c);
+
+ private:
+  uint64_t ticketNext_ = 0;  ///< under issueOrderMutex()
+  std::mutex turnMu_;
+  std::condition_variable turnCv_;
+  uint64_t serving_ = 0;  ///< under turnMu_
 };
+
+/// Serialises ticket assignment across communicators (see Comm::takeTicket).
+std::mutex& issueOrderMutex();
 
 /// Validates a handle from the user: magic, not destroyed. Sets the error message.
 ncclResult_t checkComm(ncclComm_t comm, const char* call);

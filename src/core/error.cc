@@ -2,18 +2,23 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <mutex>
-#include <string>
 #include <unordered_map>
 
 namespace braid {
 namespace {
 
-thread_local std::string tlsLastError;
+constexpr size_t kMsgBytes = 1024;
+
+/// Fixed buffers: a pointer ncclGetLastError returned stays valid (its text may be
+/// replaced by a later error, but the memory is never freed while the comm lives).
+thread_local char tlsLastError[kMsgBytes] = "";
 
 struct CommErrors {
   std::mutex mu;
-  std::unordered_map<const Comm*, std::string> byComm;
+  std::unordered_map<const Comm*, std::unique_ptr<char[]>> byComm;
 };
 CommErrors& commErrors() {
   static CommErrors* e = new CommErrors();  // leaked on purpose: used at exit
@@ -23,17 +28,19 @@ CommErrors& commErrors() {
 }  // namespace
 
 ncclResult_t setError(ncclResult_t code, Comm* comm, const char* fmt, ...) {
-  char msg[1024];
+  char msg[kMsgBytes];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   BRAID_WARN("%s", msg);
-  tlsLastError = msg;
+  memcpy(tlsLastError, msg, sizeof(msg));
   if (comm) {
     CommErrors& e = commErrors();
     std::lock_guard<std::mutex> lock(e.mu);
-    e.byComm[comm] = msg;
+    std::unique_ptr<char[]>& buf = e.byComm[comm];
+    if (!buf) buf.reset(new char[kMsgBytes]);
+    memcpy(buf.get(), msg, sizeof(msg));
   }
   return code;
 }
@@ -43,9 +50,9 @@ const char* lastError(Comm* comm) {
     CommErrors& e = commErrors();
     std::lock_guard<std::mutex> lock(e.mu);
     auto it = e.byComm.find(comm);
-    if (it != e.byComm.end()) return it->second.c_str();
+    if (it != e.byComm.end()) return it->second.get();
   }
-  return tlsLastError.c_str();
+  return tlsLastError;
 }
 
 void forgetErrors(Comm* comm) {

@@ -1,6 +1,8 @@
 #include "src/core/group.h"
 
+#include <algorithm>
 #include <map>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -40,16 +42,28 @@ ncclResult_t runInits(std::vector<std::function<ncclResult_t()>>& inits) {
   return ncclSuccess;
 }
 
-/// Hands ops to their streams: host streams queue, everything else runs now.
+/// Hands a group's ops to the executor as ONE batch (NCCL runs a group as one unit,
+/// whatever streams its ops name). Without a host stream the batch runs now, in this
+/// thread. With host streams it runs on the first one; every other host stream of the
+/// group waits for it (later work there is ordered after the group), and if some op
+/// named no host stream (null-stream semantics: done on return) we wait for it too.
 ncclResult_t dispatch(std::vector<OpRecord>& ops) {
-  std::map<HostStream*, std::vector<OpRecord>> queued;
-  std::vector<OpRecord> inline_;
+  if (ops.empty()) return ncclSuccess;
+  std::vector<HostStream*> streams;
+  bool hasInline = false;
   for (const OpRecord& op : ops) {
-    if (HostStream* s = HostStream::lookup(op.stream)) queued[s].push_back(op);
-    else inline_.push_back(op);
+    HostStream* s = HostStream::lookup(op.stream);
+    if (!s) hasInline = true;
+    else if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
   }
-  for (auto& kv : queued) kv.first->enqueue(std::move(kv.second));
-  return executeBatch(inline_);
+  Batch batch;
+  batch.ops = std::move(ops);
+  issueBatch(&batch);
+  if (streams.empty()) return executeBatch(batch);
+  auto done = std::make_shared<Completion>();
+  streams.front()->enqueue(std::move(batch), done);
+  for (size_t i = 1; i < streams.size(); ++i) streams[i]->enqueueWait(done);
+  return hasInline ? done->wait() : ncclSuccess;
 }
 
 }  // namespace

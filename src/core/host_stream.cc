@@ -4,7 +4,6 @@
 #include <unordered_set>
 
 #include "src/core/comm.h"
-#include "src/exec/batch.h"
 
 namespace braid {
 namespace {
@@ -19,6 +18,21 @@ Registry& registry() {
 }
 
 }  // namespace
+
+void Completion::complete(ncclResult_t r) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    result_ = r;
+  }
+  cv_.notify_all();
+}
+
+ncclResult_t Completion::wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return done_; });
+  return result_;
+}
 
 HostStream::HostStream() {
   {
@@ -53,13 +67,21 @@ HostStream* HostStream::lookup(cudaStream_t s) {
              : nullptr;
 }
 
-void HostStream::enqueue(std::vector<OpRecord> batch) {
-  for (const OpRecord& op : batch) op.comm->queuedBatches.fetch_add(1);
+void HostStream::push(Item item) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(batch));
+    queue_.push_back(std::move(item));
   }
   cv_.notify_all();
+}
+
+void HostStream::enqueue(Batch batch, std::shared_ptr<Completion> done) {
+  for (const auto& t : batch.tickets) t.first->queuedBatches.fetch_add(1);
+  push(Item{std::move(batch), std::move(done), false});
+}
+
+void HostStream::enqueueWait(std::shared_ptr<Completion> other) {
+  push(Item{Batch{}, std::move(other), true});
 }
 
 void HostStream::loop() {
@@ -67,12 +89,18 @@ void HostStream::loop() {
   for (;;) {
     cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stop_ and nothing left
-    std::vector<OpRecord> batch = std::move(queue_.front());
+    Item item = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
-    ncclResult_t r = executeBatch(batch);
-    for (const OpRecord& op : batch) op.comm->queuedBatches.fetch_sub(1);
+    ncclResult_t r = ncclSuccess;
+    if (item.isWait) {
+      item.done->wait();  // its error belongs to the stream that ran the batch
+    } else {
+      r = executeBatch(item.batch);
+      for (const auto& t : item.batch.tickets) t.first->queuedBatches.fetch_sub(1);
+      item.done->complete(r);
+    }
     lock.lock();
     busy_ = false;
     if (r != ncclSuccess && error_ == ncclSuccess) error_ = r;

@@ -1,16 +1,31 @@
 // HostStream: the object behind braidHostStream_t (include/braid/braid.h). A worker
-// thread runs the batches queued on it in order; synchronize() waits for all of them.
+// thread runs the items queued on it in order; synchronize() waits for all of them.
+// An item is a batch to execute, or a wait for a batch another stream executes (a
+// group spanning several host streams joins them, as NCCL joins CUDA streams).
 #pragma once
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #include "nccl.h"
-#include "src/core/op.h"
+#include "src/exec/batch.h"
 
 namespace braid {
+
+/// Completion of one batch, for the threads and streams that wait on it.
+class Completion {
+ public:
+  void complete(ncclResult_t r);
+  ncclResult_t wait();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  ncclResult_t result_ = ncclSuccess;
+};
 
 class HostStream {
  public:
@@ -19,8 +34,12 @@ class HostStream {
   HostStream(const HostStream&) = delete;
   HostStream& operator=(const HostStream&) = delete;
 
-  void enqueue(std::vector<OpRecord> batch);
-  /// Waits until every queued batch ran; returns (and clears) the first error.
+  /// Queues a batch (already issued: it holds its tickets); `done` is completed with
+  /// its result.
+  void enqueue(Batch batch, std::shared_ptr<Completion> done);
+  /// Queues a wait: work queued later runs only after `other` completed.
+  void enqueueWait(std::shared_ptr<Completion> other);
+  /// Waits until every queued item ran; returns (and clears) the first error.
   ncclResult_t synchronize();
   /// ncclSuccess if idle, ncclInProgress if work is queued or running, else the error.
   ncclResult_t query();
@@ -29,10 +48,16 @@ class HostStream {
   static HostStream* lookup(cudaStream_t s);
 
  private:
+  struct Item {
+    Batch batch;                          ///< empty for a wait item
+    std::shared_ptr<Completion> done;     ///< completed by us (batch) or awaited (wait)
+    bool isWait = false;
+  };
+  void push(Item item);
   void loop();
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::vector<OpRecord>> queue_;
+  std::deque<Item> queue_;
   bool busy_ = false;
   bool stop_ = false;
   ncclResult_t error_ = ncclSuccess;

@@ -220,29 +220,69 @@ ncclResult_t launchInit(ncclComm_t* out, const ncclConfig_t& cfg,
 }
 
 /// Members of a derived communicator get its id from the leader over the parent's
-/// bootstrap, then initialise it. `members` are parent ranks in new-rank order.
-ncclResult_t initDerived(Comm* parent, const std::vector<int>& members, Comm* child,
-                         ncclConfig_t cfg) {
-  int newRank = int(std::find(members.begin(), members.end(), parent->rank) - members.begin());
-  ncclUniqueId id;
-  if (newRank == 0) {
-    BRAID_CHECK(bootstrapNewRootId(&id));
+/// bootstrap. `members` are parent ranks in new-rank order. Runs in the parent's turn
+/// (`ticket`), holding its execution lock, so nothing else uses the parent meanwhile.
+ncclResult_t exchangeDerivedId(Comm* parent, uint64_t ticket, bool evenIfRevoked,
+                               const std::vector<int>& members, ncclUniqueId* id) {
+  struct Turn {
+    Comm* c;
+    uint64_t t;
+    ~Turn() { c->endTurn(t); }
+  } turn{parent, ticket};
+  if (!parent->waitTurn(ticket, evenIfRevoked))
+    return setError(ncclInvalidUsage, parent, "%s: the parent communicator was aborted",
+                    parent->who().c_str());
+  std::lock_guard<std::mutex> lock(parent->execMutex);
+  if (parent->magic.load() != Comm::kMagic || parent->abortFlag.load())
+    return setError(ncclInvalidUsage, nullptr, "the parent communicator %p was aborted or "
+                    "destroyed", static_cast<void*>(parent));
+  if (members.front() == parent->rank) {
+    BRAID_CHECK(bootstrapNewRootId(id));
     for (size_t i = 1; i < members.size(); ++i)
-      BRAID_CHECK(parent->bootstrap->send(members[i], kTagSplit, &id, sizeof(id)));
-  } else {
-    BRAID_CHECK(parent->bootstrap->recv(members[0], kTagSplit, &id, sizeof(id)));
+      BRAID_CHECK(parent->bootstrap->send(members[i], kTagSplit, id, sizeof(*id)));
+    return ncclSuccess;
   }
+  return parent->bootstrap->recv(members.front(), kTagSplit, id, sizeof(*id));
+}
+
+ncclResult_t initDerived(Comm* parent, uint64_t ticket, bool evenIfRevoked,
+                         const std::vector<int>& members, Comm* child, ncclConfig_t cfg) {
+  ncclUniqueId id;
+  ncclResult_t r = exchangeDerivedId(parent, ticket, evenIfRevoked, members, &id);
+  if (r != ncclSuccess) {
+    child->asyncError.store(r);
+    return r;
+  }
+  int newRank = int(std::find(members.begin(), members.end(), parent->rank) - members.begin());
   return commInit(child, int(members.size()), id, newRank, cfg, parent->cudaDev);
 }
 
-ncclResult_t splitJob(Comm* parent, int color, int key, Comm* child, ncclConfig_t cfg) {
-  std::lock_guard<std::mutex> lock(parent->execMutex);
+/// ncclCommSplit's collective part: who goes where, by (color, key, parent rank).
+ncclResult_t splitJob(Comm* parent, uint64_t ticket, int color, int key, Comm* child,
+                      ncclConfig_t cfg) {
   struct Entry { int color, key, rank; };
   std::vector<Entry> all(static_cast<size_t>(parent->nranks));
   all[size_t(parent->rank)] = {color, key, parent->rank};
-  ncclResult_t r = parent->bootstrap->allGather(all.data(), sizeof(Entry));
+  ncclResult_t r;
+  {
+    struct Turn {
+      Comm* c;
+      uint64_t t;
+      ~Turn() { c->endTurn(t); }
+    } turn{parent, ticket};
+    if (!parent->waitTurn(ticket)) {
+      r = setError(ncclInvalidUsage, parent, "ncclCommSplit: the parent communicator (%s) was "
+                   "aborted or revoked", parent->who().c_str());
+    } else {
+      std::lock_guard<std::mutex> lock(parent->execMutex);
+      r = parent->bootstrap->allGather(all.data(), sizeof(Entry));
+    }
+  }
   if (r != ncclSuccess) {
-    if (child) child->asyncError.store(r);
+    if (child) {
+      child->asyncError.store(r);
+      parent->endTurn(ticket + 1);  // the id exchange will not happen
+    }
     return r;
   }
   if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
@@ -254,9 +294,8 @@ ncclResult_t splitJob(Comm* parent, int color, int key, Comm* child, ncclConfig_
   });
   std::vector<int> members;
   for (const Entry& e : mine) members.push_back(e.rank);
-  r = initDerived(parent, members, child, cfg);
-  child->asyncError.store(r);
-  return r;
+  // The id exchange is a second step in the parent's order (issued right after ours).
+  return initDerived(parent, ticket + 1, false, members, child, cfg);
 }
 
 }  // namespace
@@ -353,15 +392,29 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
                     "%s: color %d must be >= 0 or NCCL_SPLIT_NOCOLOR", call, color);
   ncclConfig_t cfg;
   BRAID_CHECK(readConfig(config, &cfg, call));
+  // Two places in the parent's issue order: the allgather, then the id exchange
+  // (a NOCOLOR rank releases the second at once).
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(issueOrderMutex());
+    ticket = parent->takeTicket();
+    parent->takeTicket();
+  }
   if (color == NCCL_SPLIT_NOCOLOR) {
     *newcomm = nullptr;
+    auto job = [=] {
+      ncclResult_t r = splitJob(parent, ticket, color, key, nullptr, cfg);
+      parent->endTurn(ticket + 1);
+      return r;
+    };
     if (inGroup()) {
-      groupDeferInit([=] { return splitJob(parent, color, key, nullptr, cfg); });
+      groupDeferInit(job);
       return ncclSuccess;
     }
-    return splitJob(parent, color, key, nullptr, cfg);
+    return job();
   }
-  return launchInit(newcomm, cfg, [=](Comm* c) { return splitJob(parent, color, key, c, cfg); });
+  return launchInit(newcomm, cfg,
+                    [=](Comm* c) { return splitJob(parent, ticket, color, key, c, cfg); });
 }
 
 ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
@@ -396,9 +449,9 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
   std::vector<int> members;
   for (int r = 0; r < parent->nranks; ++r)
     if (!excluded[size_t(r)]) members.push_back(r);
+  const uint64_t ticket = parent->issue();
   return launchInit(newcomm, cfg, [=](Comm* c) {
-    std::lock_guard<std::mutex> lock(parent->execMutex);
-    ncclResult_t r = initDerived(parent, members, c, cfg);
+    ncclResult_t r = initDerived(parent, ticket, true, members, c, cfg);
     c->asyncError.store(r);
     return r;
   });

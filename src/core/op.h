@@ -10,6 +10,15 @@ namespace braid {
 
 struct Comm;
 
+/// A PreMulSum op made by ncclRedOpCreatePreMulSum.
+struct UserRedOp {
+  bool live = false;
+  ncclDataType_t type = ncclFloat32;
+  ncclScalarResidence_t residence = ncclScalarHostImmediate;
+  unsigned char immediate[8] = {};  ///< value, for ncclScalarHostImmediate
+  const void* ptr = nullptr;        ///< for ncclScalarDevice (read at execution)
+};
+
 struct OpRecord {
   Coll coll = Coll::kAllReduce;
   const char* call = "";  ///< API name, for messages ("ncclAllReduce")
@@ -22,6 +31,9 @@ struct OpRecord {
   int root = 0;  ///< root, or the peer for send/recv
   bool isSend = false;  ///< kSendRecv only
   cudaStream_t stream = nullptr;
+  /// For a PreMulSum op (op >= ncclNumOps): the op as it was when the call was made,
+  /// so destroying or reusing the handle afterwards cannot change queued work.
+  UserRedOp userOp;
 };
 
 }  // namespace braid

@@ -86,7 +86,7 @@ bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
 
 Reducer makeReducer(Comm* comm, const OpRecord& op) {
   if (int(op.op) >= int(ncclNumOps)) {
-    const UserRedOp& u = comm->userOps[size_t(op.op) - size_t(ncclNumOps)];
+    const UserRedOp& u = op.userOp;  // captured when the call was made
     const void* scalar = u.residence == ncclScalarHostImmediate ? u.immediate : u.ptr;
     return Reducer::preMulSum(op.type, scalar, comm->nranks);
   }
@@ -374,20 +374,44 @@ ncclResult_t buildWorks(const std::vector<OpRecord>& ops, std::vector<CommWork>*
 
 }  // namespace
 
-ncclResult_t executeBatch(const std::vector<OpRecord>& ops) {
-  if (ops.empty()) return ncclSuccess;
+void issueBatch(Batch* batch) {
+  std::vector<Comm*> comms;
+  for (const OpRecord& op : batch->ops)
+    if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
+  std::lock_guard<std::mutex> lock(issueOrderMutex());
+  for (Comm* c : comms) batch->tickets.emplace_back(c, c->takeTicket());
+}
+
+ncclResult_t executeBatch(const Batch& batch) {
+  if (batch.ops.empty()) return ncclSuccess;
+  // Whatever happens, the work issued after us may run once we return.
+  struct Turns {
+    const Batch& b;
+    ~Turns() {
+      for (const auto& t : b.tickets) t.first->endTurn(t.second);
+    }
+  } turns{batch};
+  for (const auto& t : batch.tickets)
+    if (!t.first->waitTurn(t.second))
+      return setError(ncclInvalidUsage, t.first, "%s: the communicator was %s before its "
+                      "queued work could run", t.first->who().c_str(),
+                      t.first->revoked.load() ? "revoked" : "aborted");
   // Hold every comm's execution lock (in address order) so ncclCommAbort from another
   // thread waits for us to notice its flag before tearing the comm down.
   std::vector<Comm*> comms;
-  for (const OpRecord& op : ops) comms.push_back(op.comm);
+  for (const auto& t : batch.tickets) comms.push_back(t.first);
   std::sort(comms.begin(), comms.end());
-  comms.erase(std::unique(comms.begin(), comms.end()), comms.end());
   std::vector<std::unique_lock<std::mutex>> locks;
   for (Comm* c : comms) locks.emplace_back(c->execMutex);
+  for (Comm* c : comms)  // ncclCommAbort may have won the lock between issue and now
+    if (c->magic.load() != Comm::kMagic || c->abortFlag.load())
+      return setError(ncclInvalidUsage, nullptr,
+                      "comm %p was aborted or destroyed while its work was queued",
+                      static_cast<void*>(c));
 
   std::vector<CommWork> works;
   std::vector<std::unique_ptr<Task>> storage;
-  ncclResult_t r = buildWorks(ops, &works, &storage);
+  ncclResult_t r = buildWorks(batch.ops, &works, &storage);
   if (r == ncclSuccess) r = connectAll(works);
   if (r != ncclSuccess) {
     for (Comm* c : comms) c->fatal(r);
@@ -403,6 +427,8 @@ float estimateBatchUs(const std::vector<OpRecord>& ops) {
   double total = 0;
   for (const OpRecord& op : ops) {
     Task t;
+    // The plan cache and op counter are the executing thread's: take its lock.
+    std::lock_guard<std::mutex> lock(op.comm->execMutex);
     if (makeTask(op.comm, op, &t) != ncclSuccess) continue;
     op.comm->opCount--;  // estimation is not execution
     double worst = 0;

@@ -10,6 +10,8 @@
 // Waiting spins, then yields; a stall longer than BRAID_PEER_CHECK_MS checks the peers
 // waited on, and one longer than BRAID_TIMEOUT_MS fails the op naming the rank.
 #pragma once
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "nccl.h"
@@ -17,9 +19,22 @@
 
 namespace braid {
 
-/// Executes the ops to completion. Returns the first error; every failed
-/// communicator records its own error (ncclCommGetAsyncError, ncclGetLastError).
-ncclResult_t executeBatch(const std::vector<OpRecord>& ops);
+struct Comm;
+
+/// The ops of one group end, with their places in each communicator's issue order.
+struct Batch {
+  std::vector<OpRecord> ops;
+  std::vector<std::pair<Comm*, uint64_t>> tickets;  ///< one per distinct comm
+};
+
+/// Takes the batch's tickets (one per communicator, in one global order). Call once,
+/// when the batch is issued: execution then waits for the work issued before it.
+void issueBatch(Batch* batch);
+
+/// Executes the ops to completion once their turn has come, and ends their turns.
+/// Returns the first error; every failed communicator records its own error
+/// (ncclCommGetAsyncError, ncclGetLastError).
+ncclResult_t executeBatch(const Batch& batch);
 
 /// Plan and connections for `ops` without running them: the cost estimate of
 /// ncclGroupSimulateEnd, in microseconds.

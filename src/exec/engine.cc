@@ -14,6 +14,25 @@ bool needsSend(StepKind k) {
          k == StepKind::kRecvReduceCopySend || k == StepKind::kRecvCopySend;
 }
 
+/// Holds a zero-copy entry's sender memory for one copy (see FifoReceiver::pinDirect);
+/// a no-op for bytes in the FIFO itself.
+class DirectPin {
+ public:
+  explicit DirectPin(FifoReceiver* in)
+      : in_(in->frontIsDirect() ? in : nullptr), ok_(!in_ || in_->pinDirect()) {}
+  ~DirectPin() {
+    if (in_ && ok_) in_->unpinDirect();
+  }
+  DirectPin(const DirectPin&) = delete;
+  DirectPin& operator=(const DirectPin&) = delete;
+  /// False: the sender closed the connection; its memory must not be read.
+  bool ok() const { return ok_; }
+
+ private:
+  FifoReceiver* in_;
+  bool ok_;
+};
+
 const char* closeReason(uint32_t why) {
   return why == kFifoSenderAborted ? "the sending side aborted"
                                    : "the receiving side aborted";
@@ -133,6 +152,8 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         const char* p;
         uint64_t n = std::min(in->peek(&p), total - ps.done);
         if (n == 0) break;
+        DirectPin pin(in);
+        if (!pin.ok()) break;  // reported below as a closed connection
         red_.copy(dst + ps.done, p, n / ts, flags);
         in->release(n);
         ps.done += n;
@@ -150,6 +171,8 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         if (!slot) break;
         n = std::min<uint64_t>(n, out->slotBytes());
         const uint64_t e = n / ts;
+        DirectPin pin(in);
+        if (!pin.ok()) break;
         if (s.kind == StepKind::kRecvReduceSend) {
           red_.reduce(slot, p, src + ps.done, e, flags);
         } else if (s.kind == StepKind::kRecvCopySend) {
@@ -169,6 +192,8 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         const char* p;
         uint64_t n = std::min(in->peek(&p), total - ps.done);
         if (n == 0) break;
+        DirectPin pin(in);
+        if (!pin.ok()) break;
         red_.reduce(dst + ps.done, p, src + ps.done, n / ts, flags);
         in->release(n);
         ps.done += n;
@@ -178,9 +203,10 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
 
   if (ps.done < total) {
     // Blocked: report a closed connection instead of waiting on it forever. A closed
-    // input may still hold the peer's last bytes: only an empty one is an error.
+    // input may still hold the peer's last bytes: only an empty one is an error, or
+    // one whose next bytes are a zero-copy entry (the sender's buffer is gone).
     const char* p;
-    if (in && in->closed() && in->peek(&p) == 0)
+    if (in && in->closed() && (in->peek(&p) == 0 || in->frontIsDirect()))
       fail("connection from rank " + std::to_string(s.recvPeer) + " closed: " +
            closeReason(in->closed()));
     else if (out && out->closed())

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 
 namespace braid {
 
@@ -28,6 +29,7 @@ struct FifoHeader {
   alignas(64) std::atomic<uint64_t> tail;    ///< slots published by the sender
   alignas(64) std::atomic<uint64_t> head;    ///< slots released by the receiver
   alignas(64) std::atomic<uint32_t> closed;  ///< nonzero: an end aborted (value = reason)
+  std::atomic<uint32_t> directReaders;       ///< receivers copying from a direct entry now
   uint32_t nslots;
   uint64_t slotBytes;
   uint64_t magic;
@@ -52,6 +54,7 @@ class FifoLayout {
     h->tail.store(0, std::memory_order_relaxed);
     h->head.store(0, std::memory_order_relaxed);
     h->closed.store(0, std::memory_order_relaxed);
+    h->directReaders.store(0, std::memory_order_relaxed);
     h->nslots = nslots;
     h->slotBytes = slotBytes;
     h->magic = kMagic;
@@ -100,6 +103,13 @@ class FifoSender {
   uint64_t published() const { return tail_; }
   uint32_t closed() const { return h_->closed.load(std::memory_order_acquire); }
   void close(uint32_t why) { h_->closed.store(why, std::memory_order_release); }
+  /// Closes the FIFO and waits until no receiver is still copying from one of our
+  /// direct entries: afterwards our buffers are not read any more, so a failed op
+  /// may return them to the user. (Receivers refuse direct entries once closed.)
+  void closeAndFence(uint32_t why) {
+    h_->closed.store(why, std::memory_order_seq_cst);
+    while (h_->directReaders.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  }
 
  private:
   void publish(uint64_t bytes, uint64_t direct) {
@@ -155,6 +165,18 @@ class FifoReceiver {
   }
   uint32_t closed() const { return h_->closed.load(std::memory_order_acquire); }
   void close(uint32_t why) { h_->closed.store(why, std::memory_order_release); }
+
+  /// After a successful peek(): whether the front bytes live in the sender's memory.
+  bool frontIsDirect() const { return slots_[head_ % h_->nslots].direct != 0; }
+  /// Pins the sender's memory behind a direct entry for one copy. False if the sender
+  /// closed the FIFO (its buffer may be gone): do not read it then.
+  bool pinDirect() {
+    h_->directReaders.fetch_add(1, std::memory_order_seq_cst);
+    if (h_->closed.load(std::memory_order_seq_cst) == 0) return true;
+    unpinDirect();
+    return false;
+  }
+  void unpinDirect() { h_->directReaders.fetch_sub(1, std::memory_order_release); }
 
  private:
   FifoHeader* h_ = nullptr;
