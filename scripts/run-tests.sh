@@ -8,6 +8,20 @@ scripts/install-deps.sh
 jobs=${BRAID_JOBS:-$(nproc)}
 export CTEST_OUTPUT_ON_FAILURE=1
 
+passed=0
+skipped=0
+suite() {  # suite <build dir> <ctest args...>: runs ctest there, adds to the totals
+  local dir=$1 log; shift
+  log=$(mktemp)
+  (cd "$dir" && ctest "$@") 2>&1 | tee "$log"
+  local total skip
+  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -n 1)
+  skip=$(grep -c '\*\*\*Skipped\|Not Run' "$log" || true)
+  passed=$((passed + ${total:-0} - skip))
+  skipped=$((skipped + skip))
+  rm -f "$log"
+}
+
 build() {  # build <dir> <target|all> <cmake args...>
   local dir=$1 target=$2; shift 2
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
@@ -17,16 +31,17 @@ build() {  # build <dir> <target|all> <cmake args...>
 echo "== build (RelWithDebInfo) =="
 build build all
 echo "== tests =="
-(cd build && ctest -j 2 --timeout 600)
+suite build -j 2 --timeout 600
 
 if [ "${BRAID_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== ASan+UBSan: multi-rank tests =="
   build build-asan braid_multirank_test -DBRAID_SANITIZE=address -DBRAID_BUILD_PERF=OFF
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -j 2 --timeout 900 -L multirank)
+  ASAN_OPTIONS=detect_leaks=1 suite build-asan -j 2 --timeout 900 -L multirank
   echo "== TSan: multi-rank tests (ranks as threads) =="
   build build-tsan braid_multirank_test -DBRAID_SANITIZE=thread -DBRAID_BUILD_PERF=OFF
   # Forked-process cases are left to ASan: TSan does not follow fork() of a threaded parent.
-  (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-     ctest -j 2 --timeout 900 -L multirank -E "Processes|Procs|KilledRank")
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    suite build-tsan -j 2 --timeout 900 -L multirank -E "Processes|Procs|KilledRank"
 fi
 echo "== all tests passed =="
+echo "tests: ${passed} passed, 0 failed, ${skipped} skipped"
