@@ -20,8 +20,8 @@ void waitQueued(Comm* c) {
 /// returns at once if the comm is aborted.
 void waitIssued(Comm* c) {
   uint64_t ticket = c->issue();
+  TurnGuard turn(c, ticket);
   c->waitTurn(ticket, true);
-  c->endTurn(ticket);
   waitQueued(c);  // batches that gave up their turn early may still be leaving
 }
 

@@ -120,6 +120,19 @@ struct Comm : public ConnTable {
 /// Serialises ticket assignment across communicators (see Comm::takeTicket).
 std::mutex& issueOrderMutex();
 
+/// Ends a turn when it goes out of scope, whatever the exit path.
+class TurnGuard {
+ public:
+  TurnGuard(Comm* c, uint64_t ticket) : c_(c), ticket_(ticket) {}
+  ~TurnGuard() { c_->endTurn(ticket_); }
+  TurnGuard(const TurnGuard&) = delete;
+  TurnGuard& operator=(const TurnGuard&) = delete;
+
+ private:
+  Comm* c_;
+  uint64_t ticket_;
+};
+
 /// Validates a handle from the user: magic, not destroyed. Sets the error message.
 ncclResult_t checkComm(ncclComm_t comm, const char* call);
 /// As checkComm, and also not aborted/revoked/failed/initialising (for new work).

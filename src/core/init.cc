@@ -224,11 +224,7 @@ ncclResult_t launchInit(ncclComm_t* out, const ncclConfig_t& cfg,
 /// (`ticket`), holding its execution lock, so nothing else uses the parent meanwhile.
 ncclResult_t exchangeDerivedId(Comm* parent, uint64_t ticket, bool evenIfRevoked,
                                const std::vector<int>& members, ncclUniqueId* id) {
-  struct Turn {
-    Comm* c;
-    uint64_t t;
-    ~Turn() { c->endTurn(t); }
-  } turn{parent, ticket};
+  TurnGuard turn(parent, ticket);
   if (!parent->waitTurn(ticket, evenIfRevoked))
     return setError(ncclInvalidUsage, parent, "%s: the parent communicator was aborted",
                     parent->who().c_str());
@@ -265,11 +261,7 @@ ncclResult_t splitJob(Comm* parent, uint64_t ticket, int color, int key, Comm* c
   all[size_t(parent->rank)] = {color, key, parent->rank};
   ncclResult_t r;
   {
-    struct Turn {
-      Comm* c;
-      uint64_t t;
-      ~Turn() { c->endTurn(t); }
-    } turn{parent, ticket};
+    TurnGuard turn(parent, ticket);
     if (!parent->waitTurn(ticket)) {
       r = setError(ncclInvalidUsage, parent, "ncclCommSplit: the parent communicator (%s) was "
                    "aborted or revoked", parent->who().c_str());
