@@ -77,9 +77,13 @@ class SocketBootstrap : public Bootstrap {
   ncclResult_t recv(int peer, uint32_t tag, void* data, size_t bytes) override;
   ncclResult_t allGather(void* data, size_t bytes) override;
   ncclResult_t barrier() override;
+  void setExtraAbortFlag(const std::atomic<bool>* flag) override { extraAbort_ = flag; }
 
  private:
-  bool aborted() const { return opts_.abortFlag && opts_.abortFlag->load(std::memory_order_acquire); }
+  bool aborted() const {
+    return (opts_.abortFlag && opts_.abortFlag->load(std::memory_order_acquire)) ||
+           (extraAbort_ && extraAbort_->load(std::memory_order_acquire));
+  }
   int64_t deadline() const { return opts_.timeoutMs < 0 ? -1 : monotonicMs() + opts_.timeoutMs; }
   // One round: poll the listener, incoming sockets and optionally `extraFd`; handle
   // what is ready. *extraReady tells whether extraFd reported `extraEvents`.
@@ -91,6 +95,7 @@ class SocketBootstrap : public Bootstrap {
   int nranks_;
   uint64_t secret_;
   BootstrapOptions opts_;
+  const std::atomic<bool>* extraAbort_ = nullptr;  ///< see setExtraAbortFlag
   std::string label_;
   std::string rootLabel_;
   std::vector<std::string> peerLabels_;  // socket labels must outlive the sockets

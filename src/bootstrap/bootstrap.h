@@ -63,6 +63,11 @@ class Bootstrap {
   /// all are filled.
   virtual ncclResult_t allGather(void* data, size_t bytes) = 0;
   virtual ncclResult_t barrier() = 0;
+
+  /// A second abort flag the waits honour until reset to nullptr: a communicator being
+  /// derived from this one (ncclCommSplit/Shrink) lends its own flag, so aborting the
+  /// child stops the exchange it runs on the parent's bootstrap.
+  virtual void setExtraAbortFlag(const std::atomic<bool>* flag) = 0;
 };
 
 }  // namespace braid

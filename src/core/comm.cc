@@ -30,10 +30,11 @@ uint64_t Comm::issue() {
   return takeTicket();
 }
 
-bool Comm::waitTurn(uint64_t ticket, bool evenIfRevoked) {
+bool Comm::waitTurn(uint64_t ticket, bool evenIfRevoked, const std::atomic<bool>* alsoAbort) {
   std::unique_lock<std::mutex> lock(turnMu_);
   while (serving_ < ticket) {
     if (abortFlag.load() || (revoked.load() && !evenIfRevoked)) return false;
+    if (alsoAbort && alsoAbort->load()) return false;
     // Short waits: abort and revoke set their flags without notifying us.
     turnCv_.wait_for(lock, std::chrono::milliseconds(5));
   }

@@ -72,8 +72,10 @@ struct Comm : public ConnTable {
   /// tickets on several comms are consistent with one global order (no cycles).
   uint64_t takeTicket() { return ticketNext_++; }
   /// Waits until the work issued before `ticket` is done. Returns false (at once) if
-  /// the comm is aborted, or revoked (unless evenIfRevoked: ncclCommShrink), meanwhile.
-  bool waitTurn(uint64_t ticket, bool evenIfRevoked = false);
+  /// the comm is aborted, or revoked (unless evenIfRevoked: ncclCommShrink), or
+  /// `alsoAbort` (a child communicator's flag) is set meanwhile.
+  bool waitTurn(uint64_t ticket, bool evenIfRevoked = false,
+                const std::atomic<bool>* alsoAbort = nullptr);
   /// takeTicket() under issueOrderMutex(), for work on this comm alone.
   uint64_t issue();
   /// Lets the work issued after `ticket` run. Must be called exactly once per ticket.

@@ -219,32 +219,46 @@ ncclResult_t launchInit(ncclComm_t* out, const ncclConfig_t& cfg,
   return r;
 }
 
-/// Members of a derived communicator get its id from the leader over the parent's
-/// bootstrap. `members` are parent ranks in new-rank order. Runs in the parent's turn
-/// (`ticket`), holding its execution lock, so nothing else uses the parent meanwhile.
-ncclResult_t exchangeDerivedId(Comm* parent, uint64_t ticket, bool evenIfRevoked,
-                               const std::vector<int>& members, ncclUniqueId* id) {
+/// Runs `fn` on the parent's bootstrap in the parent's turn (`ticket`), holding its
+/// execution lock, so nothing else uses the parent meanwhile. Aborting the child
+/// (if any) stops the wait, on the turn and inside the bootstrap.
+ncclResult_t onParentBootstrap(Comm* parent, uint64_t ticket, bool evenIfRevoked, Comm* child,
+                               const std::function<ncclResult_t(Bootstrap&)>& fn) {
   TurnGuard turn(parent, ticket);
-  if (!parent->waitTurn(ticket, evenIfRevoked))
-    return setError(ncclInvalidUsage, parent, "%s: the parent communicator was aborted",
-                    parent->who().c_str());
+  const std::atomic<bool>* childAbort = child ? &child->abortFlag : nullptr;
+  if (!parent->waitTurn(ticket, evenIfRevoked, childAbort))
+    return setError(ncclInvalidUsage, parent, "%s: the parent or the new communicator was "
+                    "aborted", parent->who().c_str());
   std::lock_guard<std::mutex> lock(parent->execMutex);
   if (parent->magic.load() != Comm::kMagic || parent->abortFlag.load())
     return setError(ncclInvalidUsage, nullptr, "the parent communicator %p was aborted or "
                     "destroyed", static_cast<void*>(parent));
-  if (members.front() == parent->rank) {
+  struct Lend {
+    Bootstrap* b;
+    ~Lend() { b->setExtraAbortFlag(nullptr); }
+  } lend{parent->bootstrap.get()};
+  lend.b->setExtraAbortFlag(childAbort);
+  return fn(*lend.b);
+}
+
+/// Members of a derived communicator get its id from the leader over the parent's
+/// bootstrap. `members` are parent ranks in new-rank order.
+ncclResult_t exchangeDerivedId(Comm* parent, uint64_t ticket, bool evenIfRevoked,
+                               const std::vector<int>& members, Comm* child,
+                               ncclUniqueId* id) {
+  return onParentBootstrap(parent, ticket, evenIfRevoked, child, [&](Bootstrap& b) {
+    if (members.front() != parent->rank) return b.recv(members.front(), kTagSplit, id, sizeof(*id));
     BRAID_CHECK(bootstrapNewRootId(id));
     for (size_t i = 1; i < members.size(); ++i)
-      BRAID_CHECK(parent->bootstrap->send(members[i], kTagSplit, id, sizeof(*id)));
+      BRAID_CHECK(b.send(members[i], kTagSplit, id, sizeof(*id)));
     return ncclSuccess;
-  }
-  return parent->bootstrap->recv(members.front(), kTagSplit, id, sizeof(*id));
+  });
 }
 
 ncclResult_t initDerived(Comm* parent, uint64_t ticket, bool evenIfRevoked,
                          const std::vector<int>& members, Comm* child, ncclConfig_t cfg) {
   ncclUniqueId id;
-  ncclResult_t r = exchangeDerivedId(parent, ticket, evenIfRevoked, members, &id);
+  ncclResult_t r = exchangeDerivedId(parent, ticket, evenIfRevoked, members, child, &id);
   if (r != ncclSuccess) {
     child->asyncError.store(r);
     return r;
@@ -259,17 +273,9 @@ ncclResult_t splitJob(Comm* parent, uint64_t ticket, int color, int key, Comm* c
   struct Entry { int color, key, rank; };
   std::vector<Entry> all(static_cast<size_t>(parent->nranks));
   all[size_t(parent->rank)] = {color, key, parent->rank};
-  ncclResult_t r;
-  {
-    TurnGuard turn(parent, ticket);
-    if (!parent->waitTurn(ticket)) {
-      r = setError(ncclInvalidUsage, parent, "ncclCommSplit: the parent communicator (%s) was "
-                   "aborted or revoked", parent->who().c_str());
-    } else {
-      std::lock_guard<std::mutex> lock(parent->execMutex);
-      r = parent->bootstrap->allGather(all.data(), sizeof(Entry));
-    }
-  }
+  ncclResult_t r = onParentBootstrap(parent, ticket, false, child, [&](Bootstrap& b) {
+    return b.allGather(all.data(), sizeof(Entry));
+  });
   if (r != ncclSuccess) {
     if (child) {
       child->asyncError.store(r);

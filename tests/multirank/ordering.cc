@@ -7,6 +7,7 @@
 //    buffer the failed call handed back.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 #include <vector>
@@ -204,6 +205,23 @@ TEST(Ordering, FailedZeroCopySendIsNeverReadAfterwards) {
     EXPECT_EQ(rbuf[0], 42.f);  // a completed recv holds the sent data, never the reuse
     EXPECT_EQ(rbuf[n - 1], 42.f);
   }
+  for (ncclComm_t x : c) EXPECT_EQ(ncclCommAbort(x), ncclSuccess);
+}
+
+TEST(Ordering, AbortingANonblockingSplitChildIsPrompt) {
+  // The parent's bootstrap would wait this long for rank 1, which never joins the split.
+  ScopedEnv env({{"BRAID_BOOTSTRAP_TIMEOUT_MS", "20000"}});
+  ncclComm_t c[2];
+  ASSERT_EQ(ncclCommInitAll(c, 2, nullptr), ncclSuccess);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclComm_t child = nullptr;
+  EXPECT_EQ(ncclCommSplit(c[0], 0, 0, &child, &cfg), ncclInProgress);
+  ASSERT_NE(child, nullptr);
+  usleep(100000);  // the split is now waiting in the parent's allgather
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommAbort(child), ncclSuccess);
+  EXPECT_LT(secondsSince(t0), 5.0) << "aborting the child must stop its wait on the parent";
   for (ncclComm_t x : c) EXPECT_EQ(ncclCommAbort(x), ncclSuccess);
 }
 
