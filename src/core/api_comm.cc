@@ -60,7 +60,9 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   Comm* c = asComm(comm);
   c->abortFlag.store(true);
   joinInit(c);
-  waitQueued(c);
+  // Batches still queued on host streams are not waited for (they may sit behind
+  // another communicator's work): when they run they see the flag and fail at once,
+  // and the retired shell they touch stays allocated (Comm::retire's quarantine).
   {
     // Any thread inside this comm's work sees the flag within a few microseconds and
     // leaves; taking the lock waits for that. Closing the FIFOs tells the peers.
