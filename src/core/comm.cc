@@ -11,13 +11,22 @@ namespace braid {
 Comm::Comm() = default;
 
 Comm::~Comm() {
+  releaseResources();
+  forgetErrors(this);
+}
+
+void Comm::releaseResources() {
   if (initThread.joinable()) initThread.join();
   // Connections go first (they may reference proxy state), then the bootstrap.
   sends.clear();
   recvs.clear();
   bootstrap.reset();
+  planCache.clear();
+  peers.clear();
+  peers.shrink_to_fit();
+  userOps.clear();
+  userOps.shrink_to_fit();
   magic.store(kDeadMagic);
-  forgetErrors(this);
 }
 
 std::mutex& issueOrderMutex() {
@@ -50,16 +59,7 @@ void Comm::endTurn(uint64_t ticket) {
 }
 
 void Comm::retire(Comm* c) {
-  if (c->initThread.joinable()) c->initThread.join();
-  c->sends.clear();
-  c->recvs.clear();
-  c->bootstrap.reset();
-  c->planCache.clear();
-  c->peers.clear();
-  c->peers.shrink_to_fit();
-  c->userOps.clear();
-  c->userOps.shrink_to_fit();
-  c->magic.store(kDeadMagic);
+  c->releaseResources();
   static std::mutex mu;
   static auto* quarantine = new std::deque<Comm*>();  // leaked on purpose: used at exit
   std::lock_guard<std::mutex> lock(mu);

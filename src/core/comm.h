@@ -113,6 +113,9 @@ struct Comm : public ConnTable {
   static void retire(Comm* c);
 
  private:
+  /// Joins a pending init, drops connections, bootstrap and caches, marks the handle dead.
+  void releaseResources();
+
   uint64_t ticketNext_ = 0;  ///< under issueOrderMutex()
   std::mutex turnMu_;
   std::condition_variable turnCv_;

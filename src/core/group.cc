@@ -1,7 +1,6 @@
 #include "src/core/group.h"
 
 #include <algorithm>
-#include <map>
 #include <memory>
 #include <thread>
 #include <vector>

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -115,7 +116,6 @@ ncclResult_t makeTask(Comm* comm, const OpRecord& op, Task* t) {
   BRAID_CHECK(makePlan(comm, args, &t->plan));
   t->op = op;
   t->red = makeReducer(comm, op);
-  t->opIndex = comm->opCount++;
   bool direct = op.coll == Coll::kSendRecv ? op.isSend : !args.inPlace;
   t->run = std::make_unique<PlanRun>(t->plan.get(), PlanBuffers{op.sendbuff, op.recvbuff}, t->red,
                                      comm, direct);
@@ -346,6 +346,7 @@ ncclResult_t buildWorks(const std::vector<OpRecord>& ops, std::vector<CommWork>*
     storage->push_back(std::make_unique<Task>());
     Task* t = storage->back().get();
     BRAID_CHECK(makeTask(op.comm, op, t));
+    t->opIndex = op.comm->opCount++;
     noteConnections(w, *t->plan);
     if (op.coll != Coll::kSendRecv) {
       w.stages.emplace_back();
@@ -385,12 +386,8 @@ void issueBatch(Batch* batch) {
 ncclResult_t executeBatch(const Batch& batch) {
   if (batch.ops.empty()) return ncclSuccess;
   // Whatever happens, the work issued after us may run once we return.
-  struct Turns {
-    const Batch& b;
-    ~Turns() {
-      for (const auto& t : b.tickets) t.first->endTurn(t.second);
-    }
-  } turns{batch};
+  std::deque<TurnGuard> turns;
+  for (const auto& t : batch.tickets) turns.emplace_back(t.first, t.second);
   for (const auto& t : batch.tickets)
     if (!t.first->waitTurn(t.second))
       return setError(ncclInvalidUsage, t.first, "%s: the communicator was %s before its "
@@ -427,10 +424,9 @@ float estimateBatchUs(const std::vector<OpRecord>& ops) {
   double total = 0;
   for (const OpRecord& op : ops) {
     Task t;
-    // The plan cache and op counter are the executing thread's: take its lock.
+    // The plan cache is the executing thread's: take its lock.
     std::lock_guard<std::mutex> lock(op.comm->execMutex);
     if (makeTask(op.comm, op, &t) != ncclSuccess) continue;
-    op.comm->opCount--;  // estimation is not execution
     double worst = 0;
     for (const Program& p : t.plan->programs) {
       double us = 0;

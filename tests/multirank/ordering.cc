@@ -23,6 +23,13 @@ namespace {
 
 constexpr size_t kN = 1024;
 
+struct Stream {
+  braidHostStream_t s = nullptr;
+  Stream() { EXPECT_EQ(braidHostStreamCreate(&s), ncclSuccess); }
+  ~Stream() { EXPECT_EQ(braidHostStreamDestroy(s), ncclSuccess); }
+  cudaStream_t cuda() const { return braidHostStreamAsCuda(s); }
+};
+
 /// Two pairs of thread-rank comms: `c` under test, `d` to keep a stream busy.
 struct TwoJobs {
   ncclComm_t c[2] = {nullptr, nullptr};
@@ -32,37 +39,37 @@ struct TwoJobs {
     EXPECT_EQ(ncclCommInitAll(d, 2, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
   }
   ~TwoJobs() {
+    if (late_.joinable()) late_.join();
     for (ncclComm_t x : {c[0], c[1], d[0], d[1]}) {
       if (x) {
         EXPECT_EQ(ncclCommDestroy(x), ncclSuccess);
       }
     }
   }
-};
+  /// Keeps rank r's host stream busy for ~0.3 s: queues a recv on `d` whose sender
+  /// (rank 1-r, on a thread of ours) comes late. Call once per test.
+  void keepBusy(int r, const Stream& s) {
+    EXPECT_EQ(ncclRecv(in_.data(), kN, ncclFloat, 1 - r, d[r], s.cuda()), ncclSuccess);
+    late_ = std::thread([this, r] {
+      usleep(300000);
+      EXPECT_EQ(ncclSend(out_.data(), kN, ncclFloat, r, d[1 - r], nullptr), ncclSuccess);
+    });
+  }
 
-struct Stream {
-  braidHostStream_t s = nullptr;
-  Stream() { EXPECT_EQ(braidHostStreamCreate(&s), ncclSuccess); }
-  ~Stream() { EXPECT_EQ(braidHostStreamDestroy(s), ncclSuccess); }
-  cudaStream_t cuda() const { return braidHostStreamAsCuda(s); }
+ private:
+  std::vector<float> in_ = std::vector<float>(kN), out_ = std::vector<float>(kN);
+  std::thread late_;
 };
 
 TEST(Ordering, HostStreamThenInlineRunInIssueOrder) {
   TwoJobs j;
-  std::vector<float> x0(kN), x1(kN);
   std::vector<float> a[2] = {std::vector<float>(kN, 1), std::vector<float>(kN, 1)};
   std::vector<float> b[2] = {std::vector<float>(kN, 100), std::vector<float>(kN, 100)};
-  // Rank 1's stream is busy (a recv whose sender comes late): its queued all-reduce A
-  // must still run before its inline all-reduce B, as on rank 0.
-  std::thread late([&] {
-    usleep(300000);
-    EXPECT_EQ(ncclSend(x0.data(), kN, ncclFloat, 1, j.d[0], nullptr), ncclSuccess);
-  });
+  // Rank 1's stream is busy: its queued all-reduce A must still run before its inline
+  // all-reduce B, as on rank 0.
   auto rank = [&](int r) {
     Stream hs;
-    if (r == 1) {
-      EXPECT_EQ(ncclRecv(x1.data(), kN, ncclFloat, 0, j.d[1], hs.cuda()), ncclSuccess);
-    }
+    if (r == 1) j.keepBusy(1, hs);
     EXPECT_EQ(ncclAllReduce(a[r].data(), a[r].data(), kN, ncclFloat, ncclSum, j.c[r], hs.cuda()),
               ncclSuccess);
     EXPECT_EQ(ncclAllReduce(b[r].data(), b[r].data(), kN, ncclFloat, ncclSum, j.c[r], nullptr),
@@ -72,7 +79,6 @@ TEST(Ordering, HostStreamThenInlineRunInIssueOrder) {
   std::thread t0(rank, 0), t1(rank, 1);
   t0.join();
   t1.join();
-  late.join();
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(a[r][0], 2.f) << "rank " << r;
     EXPECT_EQ(b[r][0], 200.f) << "rank " << r;
@@ -105,16 +111,9 @@ TEST(Ordering, SplitWaitsForWorkQueuedOnTheParent) {
   ScopedEnv env({{"BRAID_BOOTSTRAP_TIMEOUT_MS", "20000"}});  // a deadlock fails, not hangs
   TwoJobs j;
   std::vector<float> a[2] = {std::vector<float>(kN, 1), std::vector<float>(kN, 2)};
-  std::vector<float> x0(kN), x1(kN);
-  std::thread late([&] {
-    usleep(300000);
-    EXPECT_EQ(ncclSend(x0.data(), kN, ncclFloat, 1, j.d[0], nullptr), ncclSuccess);
-  });
   auto rank = [&](int r) {
     Stream hs;
-    if (r == 1) {
-      EXPECT_EQ(ncclRecv(x1.data(), kN, ncclFloat, 0, j.d[1], hs.cuda()), ncclSuccess);
-    }
+    if (r == 1) j.keepBusy(1, hs);
     EXPECT_EQ(ncclAllReduce(a[r].data(), a[r].data(), kN, ncclFloat, ncclSum, j.c[r], hs.cuda()),
               ncclSuccess);
     ncclComm_t child = nullptr;
@@ -131,18 +130,13 @@ TEST(Ordering, SplitWaitsForWorkQueuedOnTheParent) {
   std::thread t0(rank, 0), t1(rank, 1);
   t0.join();
   t1.join();
-  late.join();
   EXPECT_EQ(a[0][0], 3.f);
   EXPECT_EQ(a[1][0], 3.f);
 }
 
 TEST(Ordering, PreMulSumOpIsCapturedAtTheCall) {
   TwoJobs j;
-  std::vector<float> x0(kN), x1(kN), a0(kN, 1), a1(kN, 1);
-  std::thread late([&] {
-    usleep(300000);
-    EXPECT_EQ(ncclSend(x1.data(), kN, ncclFloat, 0, j.d[1], nullptr), ncclSuccess);
-  });
+  std::vector<float> a0(kN, 1), a1(kN, 1);
   std::thread other([&] {
     float two = 2;
     ncclRedOp_t op;
@@ -151,7 +145,7 @@ TEST(Ordering, PreMulSumOpIsCapturedAtTheCall) {
     EXPECT_EQ(ncclAllReduce(a1.data(), a1.data(), kN, ncclFloat, op, j.c[1], nullptr), ncclSuccess);
   });
   Stream hs;
-  EXPECT_EQ(ncclRecv(x0.data(), kN, ncclFloat, 1, j.d[0], hs.cuda()), ncclSuccess);  // busy
+  j.keepBusy(0, hs);
   float two = 2, five = 5;
   ncclRedOp_t op, op2;
   ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &two, ncclFloat, ncclScalarHostImmediate, j.c[0]),
@@ -162,7 +156,6 @@ TEST(Ordering, PreMulSumOpIsCapturedAtTheCall) {
             ncclSuccess);  // may reuse the handle
   EXPECT_EQ(braidHostStreamSynchronize(hs.s), ncclSuccess);
   other.join();
-  late.join();
   EXPECT_EQ(a0[0], 4.f) << "2*1 + 2*1";
   EXPECT_EQ(a1[0], 4.f);
 }
