@@ -39,6 +39,12 @@ ncclResult_t braidHostStreamSynchronize(braidHostStream_t stream);
 /// first error of completed work.
 ncclResult_t braidHostStreamQuery(braidHostStream_t stream);
 
+/// Queues fn(userData) on the stream: it runs on the stream's thread after all work
+/// queued before it, and work queued after it waits for it (as cudaLaunchHostFunc).
+/// fn must not call NCCL on the same stream.
+ncclResult_t braidHostStreamLaunchHostFunc(braidHostStream_t stream, void (*fn)(void*),
+                                           void* userData);
+
 /// The value to pass as the cudaStream_t argument of NCCL calls.
 static inline cudaStream_t braidHostStreamAsCuda(braidHostStream_t stream) {
   return (cudaStream_t)(void*)stream;

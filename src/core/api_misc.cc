@@ -207,6 +207,17 @@ ncclResult_t braidHostStreamQuery(braidHostStream_t stream) {
   return h ? h->query() : r;
 }
 
+ncclResult_t braidHostStreamLaunchHostFunc(braidHostStream_t stream, void (*fn)(void*),
+                                           void* userData) {
+  ncclResult_t r;
+  HostStream* h = hostStreamOf(stream, "braidHostStreamLaunchHostFunc", &r);
+  if (!h) return r;
+  if (fn == nullptr)
+    return setError(ncclInvalidArgument, nullptr, "braidHostStreamLaunchHostFunc: fn is NULL");
+  h->enqueueHostFunc(fn, userData);
+  return ncclSuccess;
+}
+
 const char* braidVersionString(void) { return BRAID_VERSION_STRING; }
 
 const char* braidBuildFeatures(void) {

@@ -84,6 +84,13 @@ void HostStream::enqueueWait(std::shared_ptr<Completion> other) {
   push(Item{Batch{}, std::move(other), true});
 }
 
+void HostStream::enqueueHostFunc(void (*fn)(void*), void* userData) {
+  Item item;
+  item.hostFn = fn;
+  item.hostArg = userData;
+  push(std::move(item));
+}
+
 void HostStream::loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -94,7 +101,9 @@ void HostStream::loop() {
     busy_ = true;
     lock.unlock();
     ncclResult_t r = ncclSuccess;
-    if (item.isWait) {
+    if (item.hostFn != nullptr) {
+      item.hostFn(item.hostArg);
+    } else if (item.isWait) {
       item.done->wait();  // its error belongs to the stream that ran the batch
     } else {
       r = executeBatch(item.batch);

@@ -39,6 +39,9 @@ class HostStream {
   void enqueue(Batch batch, std::shared_ptr<Completion> done);
   /// Queues a wait: work queued later runs only after `other` completed.
   void enqueueWait(std::shared_ptr<Completion> other);
+  /// Queues a host function: it runs on the worker in stream order, after the work
+  /// queued before it (cudaLaunchHostFunc's semantics).
+  void enqueueHostFunc(void (*fn)(void*), void* userData);
   /// Waits until every queued item ran; returns (and clears) the first error.
   ncclResult_t synchronize();
   /// ncclSuccess if idle, ncclInProgress if work is queued or running, else the error.
@@ -52,6 +55,8 @@ class HostStream {
     Batch batch;                          ///< empty for a wait item
     std::shared_ptr<Completion> done;     ///< completed by us (batch) or awaited (wait)
     bool isWait = false;
+    void (*hostFn)(void*) = nullptr;      ///< set for a host-function item
+    void* hostArg = nullptr;
   };
   void push(Item item);
   void loop();

@@ -127,6 +127,37 @@ TEST(HostStream, QueuedOpsRunInOrder) {
   });
 }
 
+// A host function runs after the work queued before it and before the work queued after
+// it: it sees the first all-reduce's result and the second has not yet overwritten it.
+TEST(HostStream, HostFuncRunsInStreamOrder) {
+  run(Launch::kInitAll, 2, [](ncclComm_t& comm, int rank, int n) {
+    braidHostStream_t hs = nullptr;
+    MR_NCCL_OK(braidHostStreamCreate(&hs));
+    const cudaStream_t s = braidHostStreamAsCuda(hs);
+    const size_t count = 70000;
+    std::vector<float> buf(count, 1.0f);
+    struct Probe {
+      const float* buf;
+      size_t count;
+      float first = -1, last = -1;
+    } probe{buf.data(), count};
+    auto look = [](void* p) {
+      auto* pr = static_cast<Probe*>(p);
+      pr->first = pr->buf[0];
+      pr->last = pr->buf[pr->count - 1];
+    };
+    MR_NCCL_OK(ncclAllReduce(buf.data(), buf.data(), count, ncclFloat32, ncclSum, comm, s));
+    MR_NCCL_OK(braidHostStreamLaunchHostFunc(hs, look, &probe));
+    MR_NCCL_OK(ncclAllReduce(buf.data(), buf.data(), count, ncclFloat32, ncclSum, comm, s));
+    MR_NCCL_OK(braidHostStreamSynchronize(hs));
+    EXPECT_EQ(probe.first, float(n));
+    EXPECT_EQ(probe.last, float(n));
+    EXPECT_EQ(buf[0], float(n * n));
+    EXPECT_EQ(braidHostStreamLaunchHostFunc(hs, nullptr, nullptr), ncclInvalidArgument);
+    MR_NCCL_OK(braidHostStreamDestroy(hs));
+  });
+}
+
 TEST(HostStream, NotAStream) {
   int x = 0;
   EXPECT_EQ(braidHostStreamSynchronize(reinterpret_cast<braidHostStream_t>(&x)),
