@@ -16,6 +16,11 @@ bool reduceChain(const PlanArgs& args, const PlanParams& params, Plan* plan);
 bool allToAllPairwise(const PlanArgs& args, const PlanParams& params, Plan* plan);
 bool gatherDirect(const PlanArgs& args, const PlanParams& params, Plan* plan);
 bool scatterDirect(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allReduceDirect(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allGatherDirect(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool reduceScatterDirect(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool broadcastDirect(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool reduceDirect(const PlanArgs& args, const PlanParams& params, Plan* plan);
 bool sendRecvP2p(const PlanArgs& args, const PlanParams& params, Plan* plan);
 
 }  // namespace builders

@@ -21,6 +21,9 @@ struct Algorithm {
   /// Appends the plan's programs to an empty Plan; false if the arguments are not
   /// supported (the caller falls back to another algorithm).
   bool (*build)(const PlanArgs& args, const PlanParams& params, Plan* plan);
+  /// A small-message algorithm: the tuner prefers it up to its small-message
+  /// threshold and does not pick it above (NCCL_ALGO still can).
+  bool small = false;
 };
 
 /// Every algorithm, grouped by collective; the first of each collective is its default.

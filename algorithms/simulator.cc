@@ -123,7 +123,7 @@ class Simulator::Conns : public ConnTable {
     if (!valid(peer, channel)) return nullptr;
     return &sim_->fifo(peer, rank_, channel)->receiver;
   }
-  bool allowsDirect(int, int) override { return sim_->geo_.direct; }
+  uint64_t directMinBytes(int, int) override { return sim_->geo_.direct ? 0 : UINT64_MAX; }
 
  private:
   bool valid(int peer, int channel) const {

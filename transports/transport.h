@@ -69,6 +69,9 @@ class ConnResource {
 struct SendSide {
   FifoSender fifo;
   bool allowDirect = false;  ///< receiver shares our address space (local transport)
+  /// Non-null where the receiver may pull direct entries from our process
+  /// (process_vm_readv): allowed while *remoteDirect == 1 (the receiver tested it).
+  const std::atomic<uint32_t>* remoteDirect = nullptr;
   std::unique_ptr<ConnResource> res;
 };
 struct RecvSide {

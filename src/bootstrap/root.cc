@@ -50,7 +50,8 @@ class Root {
     while (nranks_ < 0 || int(members_.size()) < nranks_) {
       if (deadline >= 0 && monotonicMs() >= deadline) {
         std::string msg = "bootstrap root at " + where_ + ": gave up after " +
-                          std::to_string(timeoutMs_) + " ms without a new rank: " + summary();
+                          std::to_string(timeoutMs_) + " ms without a new rank: " + summary() +
+                          " (was every rank started with the same unique id and nranks?)";
         BRAID_WARN("%s", msg.c_str());
         failAll(msg);
         return;

@@ -23,6 +23,11 @@ const IntParam kMinNChannels("NCCL_MIN_NCHANNELS", 1,
 const IntParam kMaxNChannels("NCCL_MAX_NCHANNELS", 1,
     "Maximum number of channels per collective.");
 
+const IntParam kSmallMsgBytes("BRAID_SMALL_MSG_BYTES", 32768,
+    "Messages up to this many bytes (the larger of the send and receive buffers) use the "
+    "direct one-shot algorithms; 0 disables them. Rank 0's value applies to the whole "
+    "communicator.");
+
 const BoolParam kShmDisable("NCCL_SHM_DISABLE", false,
     "Disable the shared-memory transport: ranks on one host use sockets.");
 const BoolParam kP2pDisable("NCCL_P2P_DISABLE", false,
@@ -43,6 +48,13 @@ const StringParam kTransport("BRAID_TRANSPORT", "auto",
     "Force one transport for every peer: local, shm, socket, or auto.");
 const IntParam kFifoSlots("BRAID_FIFO_SLOTS", 8,
     "Slots per connection FIFO (NCCL_BUFFSIZE is split among them).");
+const BoolParam kShmCma("BRAID_SHM_CMA", true,
+    "Let processes on one host read large pieces straight from each other's buffers "
+    "(process_vm_readv: one copy instead of two through the FIFO). Used only where a test "
+    "read at connection time succeeds (ptrace permission); 0 always copies through the FIFO.");
+const IntParam kCmaMinBytes("BRAID_CMA_MIN_BYTES", 65536,
+    "Smallest piece sent as a single-copy (process_vm_readv) entry; smaller ones are "
+    "copied through the FIFO.");
 
 const IntParam kTimeoutMs("BRAID_TIMEOUT_MS", 300000,
     "A collective waiting this long without progress fails with ncclSystemError naming "
@@ -54,6 +66,10 @@ const IntParam kPeerCheckMs("BRAID_PEER_CHECK_MS", 200,
 const IntParam kSpinCount("BRAID_SPIN", 2000,
     "Busy polls before a waiting rank starts yielding the CPU. Unset: this default when "
     "the host's ranks fit on its CPUs, 0 (yield at once) when they outnumber them.");
+
+const StringParam kSimd("BRAID_SIMD", "auto",
+    "Instruction set of the host reduction kernels: auto (the best this CPU has), avx512, "
+    "avx2 or portable. A level the CPU lacks warns and uses the best available.");
 
 }  // namespace param
 }  // namespace braid

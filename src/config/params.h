@@ -67,6 +67,7 @@ extern const StringParam kAlgo;          // NCCL_ALGO
 extern const StringParam kProto;         // NCCL_PROTO
 extern const IntParam kMinNChannels;     // NCCL_MIN_NCHANNELS
 extern const IntParam kMaxNChannels;     // NCCL_MAX_NCHANNELS
+extern const IntParam kSmallMsgBytes;    // BRAID_SMALL_MSG_BYTES
 // Transports
 extern const BoolParam kShmDisable;      // NCCL_SHM_DISABLE
 extern const BoolParam kP2pDisable;      // NCCL_P2P_DISABLE
@@ -76,11 +77,15 @@ extern const StringParam kHostId;        // NCCL_HOSTID
 extern const IntParam kBuffSize;         // NCCL_BUFFSIZE
 extern const StringParam kTransport;     // BRAID_TRANSPORT
 extern const IntParam kFifoSlots;        // BRAID_FIFO_SLOTS
+extern const BoolParam kShmCma;          // BRAID_SHM_CMA
+extern const IntParam kCmaMinBytes;      // BRAID_CMA_MIN_BYTES
 // Timeouts and faults
 extern const IntParam kTimeoutMs;        // BRAID_TIMEOUT_MS
 extern const IntParam kBootstrapTimeoutMs;  // BRAID_BOOTSTRAP_TIMEOUT_MS
 extern const IntParam kPeerCheckMs;      // BRAID_PEER_CHECK_MS
 extern const IntParam kSpinCount;        // BRAID_SPIN
+// Reduction kernels
+extern const StringParam kSimd;          // BRAID_SIMD
 }  // namespace param
 
 }  // namespace braid

@@ -82,9 +82,13 @@ FifoReceiver* Comm::receiver(int peer, int channel) {
   return it == recvs.end() ? nullptr : &it->second.fifo;
 }
 
-bool Comm::allowsDirect(int peer, int channel) {
+uint64_t Comm::directMinBytes(int peer, int channel) {
   auto it = sends.find(connKey(peer, channel));
-  return it != sends.end() && it->second.allowDirect;
+  if (it == sends.end()) return UINT64_MAX;
+  if (it->second.allowDirect) return 0;
+  const std::atomic<uint32_t>* remote = it->second.remoteDirect;
+  if (remote && remote->load(std::memory_order_acquire) == 1) return settings.cmaMinBytes;
+  return UINT64_MAX;
 }
 
 ncclResult_t Comm::chooseTransport(int peer, Transport** out) {

@@ -31,6 +31,8 @@ struct CommSettings {
   int bootstrapTimeoutMs = 120000;
   int peerCheckMs = 200;
   int spinCount = 2000;
+  uint64_t smallMsgBytes = 32768;  ///< direct algorithms up to this size (rank 0's value)
+  uint64_t cmaMinBytes = 65536;    ///< single-copy (process_vm_readv) pieces from this size
   std::string forcedTransport;  ///< "", "local", "shm" or "socket"
   bool shmDisable = false;
   bool p2pDisable = false;
@@ -85,7 +87,7 @@ struct Comm : public ConnTable {
   // ---- connections (ConnTable) --------------------------------------------
   FifoSender* sender(int peer, int channel) override;
   FifoReceiver* receiver(int peer, int channel) override;
-  bool allowsDirect(int peer, int channel) override;
+  uint64_t directMinBytes(int peer, int channel) override;
 
   static uint64_t connKey(int peer, int channel) {
     return (uint64_t(uint32_t(channel)) << 32) | uint32_t(peer);
@@ -100,7 +102,27 @@ struct Comm : public ConnTable {
   void closeConnections(uint32_t why);
 
   // ---- plans ----------------------------------------------------------------
-  std::map<std::string, std::shared_ptr<const Plan>> planCache;
+  /// What a cached plan depends on besides the communicator (p2p plans are not cached).
+  struct PlanKey {
+    uint64_t count;
+    uint32_t typeSize;
+    int32_t root;
+    uint8_t coll;
+    bool inPlace;
+    bool operator==(const PlanKey& o) const {
+      return count == o.count && typeSize == o.typeSize && root == o.root && coll == o.coll &&
+             inPlace == o.inPlace;
+    }
+  };
+  struct PlanKeyHash {
+    size_t operator()(const PlanKey& k) const {
+      uint64_t h = k.count * 0x9E3779B97F4A7C15ull;
+      h ^= (uint64_t(k.typeSize) << 40) ^ (uint64_t(uint32_t(k.root)) << 8) ^
+           (uint64_t(k.coll) << 1) ^ uint64_t(k.inPlace);
+      return size_t(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<PlanKey, std::shared_ptr<const Plan>, PlanKeyHash> planCache;
 
   /// Record a fatal error: sets asyncError, closes connections, returns code.
   ncclResult_t fatal(ncclResult_t code);

@@ -118,6 +118,20 @@ ncclResult_t enqueueOp(const OpRecord& op) {
     tls.ops.push_back(op);
     return ncclSuccess;
   }
+  if (HostStream::lookup(op.stream) == nullptr) {
+    // The common case, one blocking op: this thread's batch, reused (no allocation).
+    thread_local Batch batch;
+    struct Clear {
+      Batch& b;
+      ~Clear() {
+        b.ops.clear();
+        b.tickets.clear();
+      }
+    } clear{batch};
+    batch.ops.push_back(op);
+    issueBatch(&batch);
+    return executeBatch(batch);
+  }
   std::vector<OpRecord> ops{op};
   return dispatch(ops);
 }

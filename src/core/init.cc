@@ -56,6 +56,7 @@ struct InitRecord {
   PeerInfo info;
   uint64_t fifoCapacity;
   uint32_t fifoSlots;
+  uint64_t smallMsgBytes;
   int32_t nChannels;
 };
 
@@ -76,6 +77,8 @@ CommSettings readSettings(const ncclConfig_t& cfg) {
   s.bootstrapTimeoutMs = int(param::kBootstrapTimeoutMs.get());
   s.peerCheckMs = int(std::max<int64_t>(1, param::kPeerCheckMs.get()));
   s.spinCount = int(std::max<int64_t>(0, param::kSpinCount.get()));
+  s.smallMsgBytes = uint64_t(std::max<int64_t>(0, param::kSmallMsgBytes.get()));
+  s.cmaMinBytes = uint64_t(std::max<int64_t>(1, param::kCmaMinBytes.get()));
   s.forcedTransport = param::kTransport.get();
   std::transform(s.forcedTransport.begin(), s.forcedTransport.end(), s.forcedTransport.begin(),
                  ::tolower);
@@ -154,6 +157,7 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   me.fifoCapacity = comm->settings.geometry.capacity();
   me.fifoSlots = comm->settings.geometry.nslots;
   me.nChannels = comm->settings.nChannels;
+  me.smallMsgBytes = comm->settings.smallMsgBytes;
   r = comm->bootstrap->allGather(all.data(), sizeof(InitRecord));
   if (r != ncclSuccess) return finish(r);
   for (const InitRecord& o : all) {
@@ -169,6 +173,8 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
     comm->peers.push_back(o.info);
   }
   comm->commHash = fnv1a(&id, sizeof(id));
+  // Every rank must build the same plans: rank 0's small-message threshold applies.
+  comm->settings.smallMsgBytes = all[0].smallMsgBytes;
   // Waiting ranks spin only while every rank of this host can have a core; with more
   // ranks than cores a spinning rank steals the core its peer needs, so yield at once.
   if (param::kSpinCount.raw() == nullptr) {

@@ -40,6 +40,19 @@ bool listAllows(const std::string& list, const std::string& name, const std::str
   return negate ? !found : found;
 }
 
+/// The size the small-message threshold compares: the larger of the op's send and
+/// receive buffers, in bytes (nccl-tests' "size").
+uint64_t messageBytes(const PlanArgs& a) {
+  const uint64_t b = a.count * a.typeSize, n = uint64_t(a.nranks);
+  switch (a.coll) {
+    case Coll::kAllGather: case Coll::kReduceScatter: case Coll::kAllToAll:
+    case Coll::kGather: case Coll::kScatter:
+      return b * n;
+    default:
+      return b;
+  }
+}
+
 }  // namespace
 
 bool algoAllowed(const std::string& specIn, Coll coll, const char* name, const char* ncclName) {
@@ -77,11 +90,9 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& args, std::shared_ptr<const Pl
   params.nChannels = comm->settings.nChannels;
 
   const bool cacheable = args.coll != Coll::kSendRecv;
-  char key[160];
+  const Comm::PlanKey key{args.count, uint32_t(args.typeSize), int32_t(args.root),
+                          uint8_t(args.coll), args.inPlace};
   if (cacheable) {
-    snprintf(key, sizeof(key), "%d/%llu/%zu/%d/%d", int(args.coll),
-             static_cast<unsigned long long>(args.count), args.typeSize, args.root,
-             int(args.inPlace));
     auto it = comm->planCache.find(key);
     if (it != comm->planCache.end()) {
       *out = it->second;
@@ -90,14 +101,22 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& args, std::shared_ptr<const Pl
   }
 
   const std::string spec = param::kAlgo.get();
-  for (int pass = 0; pass < 2; ++pass) {
+  const bool small = messageBytes(args) <= comm->settings.smallMsgBytes;
+  // Pass 0: a small message takes a small-message algorithm NCCL_ALGO allows. Pass 1:
+  // the others NCCL_ALGO allows, in registry order (small-message ones too, at any
+  // size, when NCCL_ALGO names them). Pass 2: NCCL_ALGO allowed nothing: anything.
+  for (int pass = 0; pass < 3; ++pass) {
     for (const Algorithm& a : allAlgorithms()) {
       if (a.coll != args.coll) continue;
-      if (pass == 0 && !algoAllowed(spec, args.coll, a.name, a.ncclName)) continue;
+      const bool allowed = pass == 2 || algoAllowed(spec, args.coll, a.name, a.ncclName);
+      if (!allowed) continue;
+      if (pass == 0 && !(small && a.small)) continue;
+      if (pass == 1 && a.small && spec.empty()) continue;
+      if (pass == 2 && a.small && !small) continue;
       auto plan = std::make_shared<Plan>();
       if (!a.build(args, params, plan.get())) continue;
       plan->algorithm = a.name;
-      if (pass == 1)
+      if (pass == 2)
         BRAID_WARN("NCCL_ALGO='%s' allows no algorithm for %s; using %s", spec.c_str(),
                    collName(args.coll), a.name);
       BRAID_INFO(kLogTuning, "%s count %llu: algorithm %s, %zu steps, chunk %llu B",

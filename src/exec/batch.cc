@@ -6,10 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 
 #include "src/core/comm.h"
@@ -41,31 +39,68 @@ struct Task {
   uint64_t opIndex = 0;
   std::shared_ptr<const Plan> plan;
   Reducer red;
-  std::unique_ptr<PlanRun> run;
+  PlanRun run;
+  Task* nextInLane = nullptr;
 };
 
-/// Tasks that run one after another (a collective, or one peer+direction of p2p).
+/// Tasks that run one after another (a collective, or one peer+direction of p2p), as
+/// a list through Task::nextInLane.
 struct Lane {
-  std::vector<Task*> tasks;
-  size_t next = 0;
+  Task* cur = nullptr;
+  Task* tail = nullptr;
   bool isSend = false;
   int peer = -1;
 };
 
-/// Lanes that run concurrently.
+/// Lanes [firstLane, firstLane + nLanes) of the scratch, run concurrently.
 struct Stage {
+  size_t firstLane = 0, nLanes = 0;
   bool p2p = false;
-  std::vector<Lane> lanes;
 };
 
+/// One communicator's part of a batch: stages [firstStage, endStage) of the scratch.
 struct CommWork {
   Comm* comm = nullptr;
-  std::vector<Stage> stages;
-  size_t stage = 0;
+  size_t firstStage = 0, endStage = 0, stage = 0;
   bool done = false;
   bool failed = false;
-  std::set<uint64_t> needSend, needRecv;  // connKey()s
 };
+
+/// The executing thread's reusable storage for a batch: flat arrays whose capacity
+/// survives from one batch to the next, so the steady state allocates nothing.
+struct Scratch {
+  std::vector<CommWork> works;
+  std::vector<Stage> stages;
+  std::vector<Lane> lanes;
+  std::deque<Task> tasks;  ///< stable addresses; the first nTasks are in use
+  size_t nTasks = 0;
+  std::vector<std::pair<Comm*, uint64_t>> missingSend, missingRecv;  ///< connKey()s
+  std::vector<Comm*> comms;      ///< in first-op order
+  std::vector<Comm*> lockOrder;  ///< the batch's comms in address order
+  bool busy = false;
+  void reset() {
+    works.clear();
+    stages.clear();
+    lanes.clear();
+    for (size_t i = 0; i < nTasks; ++i) tasks[i].plan.reset();
+    nTasks = 0;
+    missingSend.clear();
+    missingRecv.clear();
+    comms.clear();
+  }
+  Task* newTask() {
+    if (nTasks == tasks.size()) tasks.emplace_back();
+    Task* t = &tasks[nTasks++];
+    t->nextInLane = nullptr;
+    return t;
+  }
+};
+
+/// One per thread; executeBatch does not nest, but a nested use gets its own.
+Scratch& threadScratch() {
+  thread_local Scratch s;
+  return s;
+}
 
 size_t bytesOf(size_t count, ncclDataType_t t) { return count * dataTypeSize(t); }
 
@@ -117,16 +152,22 @@ ncclResult_t makeTask(Comm* comm, const OpRecord& op, Task* t) {
   t->op = op;
   t->red = makeReducer(comm, op);
   bool direct = op.coll == Coll::kSendRecv ? op.isSend : !args.inPlace;
-  t->run = std::make_unique<PlanRun>(t->plan.get(), PlanBuffers{op.sendbuff, op.recvbuff}, t->red,
-                                     comm, direct);
+  t->run.start(t->plan.get(), PlanBuffers{op.sendbuff, op.recvbuff}, t->red, comm, direct);
   return ncclSuccess;
 }
 
-void noteConnections(CommWork& w, const Plan& plan) {
+/// Adds (once) the connections the plan uses that the comm does not have yet.
+void noteConnections(Scratch& sc, Comm* c, const Plan& plan) {
+  auto note = [c](std::vector<std::pair<Comm*, uint64_t>>& list, uint64_t key) {
+    std::pair<Comm*, uint64_t> item{c, key};
+    if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+  };
   for (const Program& p : plan.programs)
     for (const Step& s : p.steps) {
-      if (s.sendPeer >= 0) w.needSend.insert(Comm::connKey(s.sendPeer, s.channel));
-      if (s.recvPeer >= 0) w.needRecv.insert(Comm::connKey(s.recvPeer, s.channel));
+      if (s.sendPeer >= 0 && !c->sends.count(Comm::connKey(s.sendPeer, s.channel)))
+        note(sc.missingSend, Comm::connKey(s.sendPeer, s.channel));
+      if (s.recvPeer >= 0 && !c->recvs.count(Comm::connKey(s.recvPeer, s.channel)))
+        note(sc.missingRecv, Comm::connKey(s.recvPeer, s.channel));
     }
 }
 
@@ -147,7 +188,7 @@ int keyPeer(uint64_t key) { return int(uint32_t(key)); }
 int keyChannel(uint64_t key) { return int(key >> 32); }
 
 /// Makes every missing connection of every work, in three phases across all comms.
-ncclResult_t connectAll(std::vector<CommWork>& works) {
+ncclResult_t connectAll(Scratch& sc) {
   struct Pending {
     Comm* comm;
     uint64_t key;
@@ -155,11 +196,14 @@ ncclResult_t connectAll(std::vector<CommWork>& works) {
   };
   std::vector<Pending> newRecvs;
   std::map<std::pair<Comm*, uint64_t>, ConnDescriptor> selfDescs;
+  // Sorted: every rank sets its connections up in the same (comm, peer, channel) order.
+  std::sort(sc.missingRecv.begin(), sc.missingRecv.end());
+  std::sort(sc.missingSend.begin(), sc.missingSend.end());
   // Phase 1: receive sides, descriptors out.
-  for (CommWork& w : works) {
-    Comm* c = w.comm;
-    for (uint64_t key : w.needRecv) {
-      if (c->recvs.count(key)) continue;
+  for (const auto& item : sc.missingRecv) {
+    {
+      Comm* c = item.first;
+      const uint64_t key = item.second;
       int peer = keyPeer(key), ch = keyChannel(key);
       Transport* t = nullptr;
       BRAID_CHECK(c->chooseTransport(peer, &t));
@@ -176,10 +220,10 @@ ncclResult_t connectAll(std::vector<CommWork>& works) {
     }
   }
   // Phase 2: send sides, from the peers' descriptors.
-  for (CommWork& w : works) {
-    Comm* c = w.comm;
-    for (uint64_t key : w.needSend) {
-      if (c->sends.count(key)) continue;
+  for (const auto& item : sc.missingSend) {
+    {
+      Comm* c = item.first;
+      const uint64_t key = item.second;
       int peer = keyPeer(key), ch = keyChannel(key);
       ConnDescriptor desc;
       if (peer == c->rank) desc = selfDescs[{c, key}];
@@ -222,24 +266,24 @@ void failWork(CommWork& w, Task* t, ncclResult_t code, const std::string& why) {
 }
 
 /// Progress the current stage of w; advances stages. Returns whether anything moved.
-bool advance(CommWork& w) {
+bool advance(Scratch& sc, CommWork& w) {
   bool moved = false;
-  while (w.stage < w.stages.size()) {
-    Stage& st = w.stages[w.stage];
+  while (w.stage < w.endStage) {
+    const Stage& st = sc.stages[w.stage];
     bool stageDone = true;
-    for (Lane& lane : st.lanes) {
-      while (lane.next < lane.tasks.size()) {
-        Task* t = lane.tasks[lane.next];
-        moved |= t->run->progress();
-        if (t->run->state() == RunState::kError) {
-          failWork(w, t, ncclRemoteError, t->run->error());
+    for (size_t l = st.firstLane; l < st.firstLane + st.nLanes; ++l) {
+      Lane& lane = sc.lanes[l];
+      while (Task* t = lane.cur) {
+        moved |= t->run.progress();
+        if (t->run.state() == RunState::kError) {
+          failWork(w, t, ncclRemoteError, t->run.error());
           return true;
         }
-        if (t->run->state() != RunState::kDone) break;
-        ++lane.next;
+        if (t->run.state() != RunState::kDone) break;
+        lane.cur = t->nextInLane;
         moved = true;
       }
-      if (lane.next < lane.tasks.size()) stageDone = false;
+      if (lane.cur) stageDone = false;
     }
     if (!stageDone) return moved;
     ++w.stage;
@@ -248,18 +292,19 @@ bool advance(CommWork& w) {
   return true;
 }
 
-/// The first unfinished task of w's current stage (for messages and peer checks).
-std::vector<Task*> runningTasks(CommWork& w) {
+/// The unfinished tasks of w's current stage (for messages and peer checks).
+std::vector<Task*> runningTasks(Scratch& sc, CommWork& w) {
   std::vector<Task*> out;
-  if (w.stage >= w.stages.size()) return out;
-  for (Lane& lane : w.stages[w.stage].lanes)
-    if (lane.next < lane.tasks.size()) out.push_back(lane.tasks[lane.next]);
+  if (w.stage >= w.endStage) return out;
+  const Stage& st = sc.stages[w.stage];
+  for (size_t l = st.firstLane; l < st.firstLane + st.nLanes; ++l)
+    if (sc.lanes[l].cur) out.push_back(sc.lanes[l].cur);
   return out;
 }
 
-void checkStalled(CommWork& w, bool timedOut, int64_t stalledMs) {
-  for (Task* t : runningTasks(w)) {
-    int peer = t->run->waitingOn();
+void checkStalled(Scratch& sc, CommWork& w, bool timedOut, int64_t stalledMs) {
+  for (Task* t : runningTasks(sc, w)) {
+    int peer = t->run.waitingOn();
     std::string why;
     if (peer >= 0 && w.comm->checkPeer(peer, &why) != ncclSuccess) {
       failWork(w, t, ncclRemoteError, why);
@@ -268,13 +313,14 @@ void checkStalled(CommWork& w, bool timedOut, int64_t stalledMs) {
     if (timedOut) {
       failWork(w, t, ncclSystemError,
                "no progress for " + std::to_string(stalledMs) + " ms (BRAID_TIMEOUT_MS): " +
-                   t->run->describeWait());
+                   t->run.describeWait());
       return;
     }
   }
 }
 
-ncclResult_t runAll(std::vector<CommWork>& works) {
+ncclResult_t runAll(Scratch& sc) {
+  std::vector<CommWork>& works = sc.works;
   const CommSettings& s = works.front().comm->settings;
   int64_t stallStart = 0, lastCheck = 0;
   uint64_t idle = 0, loops = 0;
@@ -282,7 +328,7 @@ ncclResult_t runAll(std::vector<CommWork>& works) {
     bool allDone = true, moved = false;
     for (CommWork& w : works) {
       if (w.done) continue;
-      moved |= advance(w);
+      moved |= advance(sc, w);
       if (!w.done) allDone = false;
     }
     if (allDone) break;
@@ -290,7 +336,7 @@ ncclResult_t runAll(std::vector<CommWork>& works) {
       for (CommWork& w : works)
         if (!w.done && (w.comm->abortFlag.load(std::memory_order_relaxed) ||
                         w.comm->revoked.load(std::memory_order_relaxed))) {
-          auto running = runningTasks(w);
+          auto running = runningTasks(sc, w);
           failWork(w, running.empty() ? nullptr : running.front(), ncclInvalidUsage,
                    w.comm->revoked.load() ? "the communicator was revoked"
                                           : "the communicator was aborted");
@@ -322,7 +368,7 @@ ncclResult_t runAll(std::vector<CommWork>& works) {
     if (timedOut || now - lastCheck >= s.peerCheckMs) {
       lastCheck = now;
       for (CommWork& w : works)
-        if (!w.done) checkStalled(w, timedOut, stalled);
+        if (!w.done) checkStalled(sc, w, timedOut, stalled);
     }
   }
   ncclResult_t first = ncclSuccess;
@@ -331,44 +377,41 @@ ncclResult_t runAll(std::vector<CommWork>& works) {
   return first;
 }
 
-/// Groups ops by communicator into stages; builds tasks. `storage` owns the tasks.
-ncclResult_t buildWorks(const std::vector<OpRecord>& ops, std::vector<CommWork>* works,
-                        std::vector<std::unique_ptr<Task>>* storage) {
-  std::map<Comm*, size_t> index;
-  for (const OpRecord& op : ops) {
-    auto it = index.find(op.comm);
-    if (it == index.end()) {
-      it = index.emplace(op.comm, works->size()).first;
-      works->emplace_back();
-      works->back().comm = op.comm;
+/// Groups ops by communicator (keeping each comm's call order) into stages; builds
+/// the tasks into the scratch.
+ncclResult_t buildWorks(const std::vector<OpRecord>& ops, Scratch& sc) {
+  for (const OpRecord& op : ops)
+    if (std::find(sc.comms.begin(), sc.comms.end(), op.comm) == sc.comms.end())
+      sc.comms.push_back(op.comm);
+  for (Comm* c : sc.comms) {
+    CommWork w;
+    w.comm = c;
+    w.firstStage = w.stage = sc.stages.size();
+    for (const OpRecord& op : ops) {
+      if (op.comm != c) continue;
+      Task* t = sc.newTask();
+      BRAID_CHECK(makeTask(c, op, t));
+      t->opIndex = c->opCount++;
+      noteConnections(sc, c, *t->plan);
+      const bool p2p = op.coll == Coll::kSendRecv;
+      if (!p2p || sc.stages.size() == w.firstStage || !sc.stages.back().p2p) {
+        sc.stages.push_back(Stage{sc.lanes.size(), 0, p2p});
+      }
+      Stage& st = sc.stages.back();
+      Lane* lane = nullptr;
+      for (size_t l = st.firstLane; p2p && l < st.firstLane + st.nLanes; ++l)
+        if (sc.lanes[l].peer == op.root && sc.lanes[l].isSend == op.isSend) lane = &sc.lanes[l];
+      if (!lane) {
+        sc.lanes.push_back(Lane{nullptr, nullptr, op.isSend, p2p ? op.root : -1});
+        ++st.nLanes;
+        lane = &sc.lanes.back();
+      }
+      if (lane->tail) lane->tail->nextInLane = t;
+      else lane->cur = t;
+      lane->tail = t;
     }
-    CommWork& w = (*works)[it->second];
-    storage->push_back(std::make_unique<Task>());
-    Task* t = storage->back().get();
-    BRAID_CHECK(makeTask(op.comm, op, t));
-    t->opIndex = op.comm->opCount++;
-    noteConnections(w, *t->plan);
-    if (op.coll != Coll::kSendRecv) {
-      w.stages.emplace_back();
-      w.stages.back().lanes.emplace_back();
-      w.stages.back().lanes.back().tasks.push_back(t);
-      continue;
-    }
-    if (w.stages.empty() || !w.stages.back().p2p) {
-      w.stages.emplace_back();
-      w.stages.back().p2p = true;
-    }
-    Stage& st = w.stages.back();
-    auto lane = std::find_if(st.lanes.begin(), st.lanes.end(), [&](const Lane& l) {
-      return l.peer == op.root && l.isSend == op.isSend;
-    });
-    if (lane == st.lanes.end()) {
-      st.lanes.emplace_back();
-      lane = st.lanes.end() - 1;
-      lane->peer = op.root;
-      lane->isSend = op.isSend;
-    }
-    lane->tasks.push_back(t);
+    w.endStage = sc.stages.size();
+    sc.works.push_back(w);
   }
   return ncclSuccess;
 }
@@ -376,45 +419,71 @@ ncclResult_t buildWorks(const std::vector<OpRecord>& ops, std::vector<CommWork>*
 }  // namespace
 
 void issueBatch(Batch* batch) {
-  std::vector<Comm*> comms;
-  for (const OpRecord& op : batch->ops)
-    if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
   std::lock_guard<std::mutex> lock(issueOrderMutex());
-  for (Comm* c : comms) batch->tickets.emplace_back(c, c->takeTicket());
+  for (const OpRecord& op : batch->ops) {
+    bool seen = false;
+    for (const auto& t : batch->tickets) seen |= t.first == op.comm;
+    if (!seen) batch->tickets.emplace_back(op.comm, op.comm->takeTicket());
+  }
 }
 
 ncclResult_t executeBatch(const Batch& batch) {
   if (batch.ops.empty()) return ncclSuccess;
   // Whatever happens, the work issued after us may run once we return.
-  std::deque<TurnGuard> turns;
-  for (const auto& t : batch.tickets) turns.emplace_back(t.first, t.second);
+  struct EndTurns {
+    const Batch& b;
+    ~EndTurns() {
+      for (const auto& t : b.tickets) t.first->endTurn(t.second);
+    }
+  } endTurns{batch};
   for (const auto& t : batch.tickets)
     if (!t.first->waitTurn(t.second))
       return setError(ncclInvalidUsage, t.first, "%s: the communicator was %s before its "
                       "queued work could run", t.first->who().c_str(),
                       t.first->revoked.load() ? "revoked" : "aborted");
+  Scratch& shared = threadScratch();
+  std::unique_ptr<Scratch> nested;  // a nested executeBatch on this thread gets its own
+  if (shared.busy) nested = std::make_unique<Scratch>();
+  Scratch& sc = nested ? *nested : shared;
+  struct Release {  // declared before the locks: runs after they are released
+    Scratch& sc;
+    ~Release() {
+      sc.reset();
+      sc.lockOrder.clear();
+      sc.busy = false;
+    }
+  } release{sc};
+  sc.reset();
+  sc.busy = true;
   // Hold every comm's execution lock (in address order) so ncclCommAbort from another
   // thread waits for us to notice its flag before tearing the comm down.
-  std::vector<Comm*> comms;
+  std::vector<Comm*>& comms = sc.lockOrder;
   for (const auto& t : batch.tickets) comms.push_back(t.first);
   std::sort(comms.begin(), comms.end());
-  std::vector<std::unique_lock<std::mutex>> locks;
-  for (Comm* c : comms) locks.emplace_back(c->execMutex);
+  struct Unlock {
+    std::vector<Comm*>& v;
+    size_t n = 0;
+    ~Unlock() {
+      while (n > 0) v[--n]->execMutex.unlock();
+    }
+  } unlock{comms};
+  for (Comm* c : comms) {
+    c->execMutex.lock();
+    ++unlock.n;
+  }
   for (Comm* c : comms)  // ncclCommAbort may have won the lock between issue and now
     if (c->magic.load() != Comm::kMagic || c->abortFlag.load())
       return setError(ncclInvalidUsage, nullptr,
                       "comm %p was aborted or destroyed while its work was queued",
                       static_cast<void*>(c));
 
-  std::vector<CommWork> works;
-  std::vector<std::unique_ptr<Task>> storage;
-  ncclResult_t r = buildWorks(batch.ops, &works, &storage);
-  if (r == ncclSuccess) r = connectAll(works);
+  ncclResult_t r = buildWorks(batch.ops, sc);
+  if (r == ncclSuccess) r = connectAll(sc);
   if (r != ncclSuccess) {
     for (Comm* c : comms) c->fatal(r);
     return r;
   }
-  return runAll(works);
+  return runAll(sc);
 }
 
 float estimateBatchUs(const std::vector<OpRecord>& ops) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <new>
 
 namespace braid {
 namespace {
@@ -33,6 +35,15 @@ class DirectPin {
   bool ok_;
 };
 
+/// Where remote (other-process) direct entries are pulled to before a reduction: one
+/// buffer per executing thread, small enough to stay in cache.
+constexpr uint64_t kBounceBytes = 256 << 10;
+char* bounceBuffer() {
+  thread_local std::unique_ptr<char[]> buf;
+  if (!buf) buf.reset(new (std::align_val_t(64)) char[kBounceBytes]);
+  return buf.get();
+}
+
 const char* closeReason(uint32_t why) {
   return why == kFifoSenderAborted ? "the sending side aborted"
                                    : "the receiving side aborted";
@@ -41,10 +52,21 @@ const char* closeReason(uint32_t why) {
 }  // namespace
 
 PlanRun::PlanRun(const Plan* plan, PlanBuffers bufs, const Reducer& red, ConnTable* conns,
-                 bool allowDirect)
-    : plan_(plan), bufs_(bufs), red_(red), conns_(conns), allowDirect_(allowDirect) {
-  programs_.resize(plan->programs.size());
-  if (plan->programs.empty()) state_ = RunState::kDone;
+                 bool allowDirect) {
+  start(plan, bufs, red, conns, allowDirect);
+}
+
+void PlanRun::start(const Plan* plan, PlanBuffers bufs, const Reducer& red, ConnTable* conns,
+                    bool allowDirect) {
+  plan_ = plan;
+  bufs_ = bufs;
+  red_ = red;
+  conns_ = conns;
+  allowDirect_ = allowDirect;
+  programs_.assign(plan->programs.size(), ProgramState{});
+  directUsed_.clear();
+  error_.clear();
+  state_ = plan->programs.empty() ? RunState::kDone : RunState::kRunning;
 }
 
 char* PlanRun::regionPtr(const Region& r) const {
@@ -128,15 +150,14 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
     case StepKind::kSend: {
       const bool direct = allowDirect_ && s.src.buf == Buf::kSend &&
                           !((flags & kPreOp) && red_.hasPre()) &&
-                          conns_->allowsDirect(s.sendPeer, s.channel);
+                          total - ps.done >= conns_->directMinBytes(s.sendPeer, s.channel);
       while (ps.done < total) {
         char* slot = out->acquire();
         if (!slot) break;
         if (direct) {
           out->commitDirect(src + ps.done, total - ps.done);
           ps.done = total;
-          if (std::find(directUsed_.begin(), directUsed_.end(), out) == directUsed_.end())
-            directUsed_.push_back(out);
+          noteDirect(out);
           break;
         }
         uint64_t n = std::min<uint64_t>(total - ps.done, out->slotBytes());
@@ -154,7 +175,12 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         if (n == 0) break;
         DirectPin pin(in);
         if (!pin.ok()) break;  // reported below as a closed connection
-        red_.copy(dst + ps.done, p, n / ts, flags);
+        if (in->frontIsRemote() && flags == 0) {  // one copy, straight into place
+          if (!pull(in, s.recvPeer, dst + ps.done, p, n)) return true;
+        } else {
+          if (in->frontIsRemote() && !pullBounce(in, s.recvPeer, &p, &n)) return true;
+          red_.copy(dst + ps.done, p, n / ts, flags);
+        }
         in->release(n);
         ps.done += n;
       }
@@ -169,15 +195,35 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         if (n == 0) break;
         char* slot = out->acquire();
         if (!slot) break;
-        n = std::min<uint64_t>(n, out->slotBytes());
-        const uint64_t e = n / ts;
         DirectPin pin(in);
         if (!pin.ok()) break;
+        if (s.kind == StepKind::kRecvCopySend) {
+          // The final bytes land in dst, which no later step writes: forward them from
+          // there, as a direct entry where the next rank can read our memory.
+          const bool forwardDirect = n >= conns_->directMinBytes(s.sendPeer, s.channel);
+          if (!forwardDirect) n = std::min<uint64_t>(n, out->slotBytes());
+          char* to = dst + ps.done;
+          if (in->frontIsRemote()) {
+            if (!pull(in, s.recvPeer, to, p, n)) return true;
+          } else {
+            red_.copy(to, p, n / ts, 0);
+          }
+          if (forwardDirect) {
+            out->commitDirect(to, n);
+            noteDirect(out);
+          } else {
+            std::memcpy(slot, to, n);
+            out->commit(n);
+          }
+          in->release(n);
+          ps.done += n;
+          continue;
+        }
+        n = std::min<uint64_t>(n, out->slotBytes());
+        if (in->frontIsRemote() && !pullBounce(in, s.recvPeer, &p, &n)) return true;
+        const uint64_t e = n / ts;
         if (s.kind == StepKind::kRecvReduceSend) {
           red_.reduce(slot, p, src + ps.done, e, flags);
-        } else if (s.kind == StepKind::kRecvCopySend) {
-          red_.copy(dst + ps.done, p, e, 0);
-          std::memcpy(slot, p, n);
         } else {
           red_.reduce2(dst + ps.done, slot, p, src + ps.done, e, flags);
         }
@@ -194,6 +240,7 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         if (n == 0) break;
         DirectPin pin(in);
         if (!pin.ok()) break;
+        if (in->frontIsRemote() && !pullBounce(in, s.recvPeer, &p, &n)) return true;
         red_.reduce(dst + ps.done, p, src + ps.done, n / ts, flags);
         in->release(n);
         ps.done += n;
@@ -214,6 +261,28 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
            closeReason(out->closed()));
   }
   return ps.done != start;
+}
+
+void PlanRun::noteDirect(FifoSender* out) {
+  if (std::find(directUsed_.begin(), directUsed_.end(), out) == directUsed_.end())
+    directUsed_.push_back(out);
+}
+
+bool PlanRun::pull(FifoReceiver* in, int peer, char* dst, const char* remote, uint64_t n) {
+  if (int err = in->pullRemote(dst, remote, n)) {
+    fail("single-copy read from rank " + std::to_string(peer) + " failed: " +
+         std::strerror(err) + " (BRAID_SHM_CMA=0 copies through the FIFO instead)");
+    return false;
+  }
+  return true;
+}
+
+bool PlanRun::pullBounce(FifoReceiver* in, int peer, const char** p, uint64_t* n) {
+  *n = std::min(*n, kBounceBytes - kBounceBytes % red_.typeSize());
+  char* bounce = bounceBuffer();
+  if (!pull(in, peer, bounce, *p, *n)) return false;
+  *p = bounce;
+  return true;
 }
 
 int PlanRun::waitingOn() const {

@@ -22,8 +22,14 @@ class ConnTable {
   /// nullptr if there is no such connection (a plan bug: reported as internal error).
   virtual FifoSender* sender(int peer, int channel) = 0;
   virtual FifoReceiver* receiver(int peer, int channel) = 0;
-  /// Whether the receiver of sender(peer, channel) shares our address space.
-  virtual bool allowsDirect(int peer, int channel) { (void)peer; (void)channel; return false; }
+  /// The smallest piece worth sending to (peer, channel) as a direct (zero-copy) entry:
+  /// 0 where the receiver shares our address space, a threshold where it pulls across
+  /// processes (process_vm_readv), UINT64_MAX where direct entries are impossible.
+  virtual uint64_t directMinBytes(int peer, int channel) {
+    (void)peer;
+    (void)channel;
+    return UINT64_MAX;
+  }
 };
 
 /// The user buffers a plan's Regions refer to.
@@ -42,6 +48,10 @@ class PlanRun {
   /// into it.
   PlanRun(const Plan* plan, PlanBuffers bufs, const Reducer& red, ConnTable* conns,
           bool allowDirect);
+  /// Re-initialises this object for a new run (as the constructor; keeps the
+  /// allocations of the previous run, so a reused PlanRun does not touch the heap).
+  void start(const Plan* plan, PlanBuffers bufs, const Reducer& red, ConnTable* conns,
+             bool allowDirect);
 
   /// Advance; returns true if anything moved. Check state() afterwards.
   bool progress();
@@ -61,6 +71,14 @@ class PlanRun {
   bool progressProgram(const Program& prog, ProgramState& ps);
   bool progressStep(const Step& s, ProgramState& ps);
   void fail(const std::string& why);
+  /// A sender whose direct entries we must see drained before we are done.
+  void noteDirect(FifoSender* out);
+  /// Pulls n bytes of a remote (other-process) direct entry at `remote` into dst;
+  /// false (and the run failed) if the read failed.
+  bool pull(FifoReceiver* in, int peer, char* dst, const char* remote, uint64_t n);
+  /// Pulls the front of a remote entry (at most the bounce buffer's size: *n shrinks)
+  /// into this thread's bounce buffer and points *p at it.
+  bool pullBounce(FifoReceiver* in, int peer, const char** p, uint64_t* n);
   char* regionPtr(const Region& r) const;
 
   const Plan* plan_ = nullptr;

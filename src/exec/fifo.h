@@ -8,6 +8,10 @@
 // re-slice (network transports). A slot may instead carry a pointer to the sender's
 // memory ("direct" entries, same address space only): the receiver reads from there.
 //
+// A "remote" direct entry (shm transport, processes of one host) carries an address
+// in the sender's process: the receiver pulls the bytes with process_vm_readv (one
+// copy, by the kernel, instead of the sender's copy in plus the receiver's copy out).
+//
 // Memory ordering: the sender writes slot data and SlotInfo, then stores tail with
 // release; the receiver loads tail with acquire before reading. Symmetrically for head.
 #pragma once
@@ -16,6 +20,10 @@
 #include <cstdint>
 #include <cstring>
 #include <thread>
+
+#include <errno.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 namespace braid {
 
@@ -178,6 +186,30 @@ class FifoReceiver {
   }
   void unpinDirect() { h_->directReaders.fetch_sub(1, std::memory_order_release); }
 
+  /// Direct entries of this FIFO live in process `pid` (0: in our own address space).
+  void setRemotePid(pid_t pid) { remotePid_ = pid; }
+  /// After a successful peek(): whether the front bytes live in another process, so
+  /// they must be pulled with pullRemote() instead of read through the pointer.
+  bool frontIsRemote() const { return remotePid_ != 0 && frontIsDirect(); }
+  /// Copies n bytes at `src` (a pointer peek() returned for a remote entry; pin it
+  /// first) into dst. Returns 0, or the errno of process_vm_readv.
+  int pullRemote(char* dst, const char* src, uint64_t n) const {
+    while (n > 0) {
+      struct iovec local = {dst, size_t(n)};
+      struct iovec remote = {const_cast<char*>(src), size_t(n)};
+      ssize_t got = process_vm_readv(remotePid_, &local, 1, &remote, 1, 0);
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        return errno;
+      }
+      if (got == 0) return EFAULT;
+      dst += got;
+      src += got;
+      n -= uint64_t(got);
+    }
+    return 0;
+  }
+
  private:
   FifoHeader* h_ = nullptr;
   SlotInfo* slots_ = nullptr;
@@ -185,6 +217,7 @@ class FifoReceiver {
   uint64_t head_ = 0;
   uint64_t tailCache_ = 0;
   uint64_t offset_ = 0;
+  pid_t remotePid_ = 0;
 };
 
 }  // namespace braid

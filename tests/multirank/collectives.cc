@@ -289,6 +289,8 @@ bool runOne(C c, ncclComm_t comm, int rank, int n, size_t count, bool inPlace, i
 struct Mode {
   Launch launch;
   const char* transport;
+  const char* variant;  ///< "" (defaults), "ring" (no direct small-message algorithms),
+                        ///< "cma" (ring, and single-copy shm reads from 64-byte pieces)
 };
 
 using Param = std::tuple<Mode, int, C>;
@@ -301,6 +303,8 @@ TEST_P(Collectives, CountsAroundSlotBoundaries) {
   const C coll = std::get<2>(GetParam());
   auto env = smallFifoEnv(mode.transport);
   env.push_back({"BRAID_TIMEOUT_MS", "30000"});
+  if (std::string(mode.variant) != "") env.push_back({"BRAID_SMALL_MSG_BYTES", "0"});
+  if (std::string(mode.variant) == "cma") env.push_back({"BRAID_CMA_MIN_BYTES", "64"});
   ScopedEnv scoped(env);
   const std::vector<size_t> counts = countsFor(coll, nranks);
   run(mode.launch, nranks, [&](ncclComm_t& comm, int rank, int n) {
@@ -317,17 +321,21 @@ TEST_P(Collectives, CountsAroundSlotBoundaries) {
   });
 }
 
-const Mode kThreadModes[] = {{Launch::kInitAll, "local"},
-                             {Launch::kThreads, "shm"},
-                             {Launch::kThreads, "socket"}};
-const Mode kProcessModes[] = {{Launch::kProcesses, "shm"}, {Launch::kProcesses, "socket"}};
+const Mode kThreadModes[] = {{Launch::kInitAll, "local", ""},
+                             {Launch::kInitAll, "local", "ring"},
+                             {Launch::kThreads, "shm", "cma"},
+                             {Launch::kThreads, "socket", ""}};
+const Mode kProcessModes[] = {{Launch::kProcesses, "shm", ""},
+                              {Launch::kProcesses, "shm", "cma"},
+                              {Launch::kProcesses, "socket", "ring"}};
 const C kAllColls[] = {C::kAllReduce,     C::kBroadcast, C::kBcast,  C::kReduce,
                        C::kAllGather,     C::kReduceScatter, C::kAlltoAll, C::kGather,
                        C::kScatter,       C::kSendRecvRing,  C::kAllPairs};
 
 std::string paramName(const ::testing::TestParamInfo<Param>& info) {
   const Mode m = std::get<0>(info.param);
-  return std::string(launchName(m.launch)) + "_" + m.transport + "_" +
+  return std::string(launchName(m.launch)) + "_" + m.transport +
+         (m.variant[0] ? std::string("_") + m.variant : std::string()) + "_" +
          std::to_string(std::get<1>(info.param)) + "ranks_" + collName(std::get<2>(info.param));
 }
 

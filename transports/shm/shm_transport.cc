@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "src/config/params.h"
 #include "src/core/error.h"
 #include "transports/transport.h"
 
@@ -147,6 +149,23 @@ std::string uniqueName(const ConnectContext& ctx) {
   return name;
 }
 
+/// Whether this (receiving) process can read the sender's memory: pulls the sender's
+/// copy of the trailer's start time with process_vm_readv and compares it with the
+/// one in the segment. Publishes the answer in t.cma for the sender.
+bool canPull(FifoReceiver& fifo, ShmTrailer& t) {
+  uint64_t seen = 0;
+  fifo.setRemotePid(t.senderPid);
+  const char* remote = reinterpret_cast<const char*>(t.senderAddr) + offsetof(ShmTrailer, senderStart);
+  const int err = fifo.pullRemote(reinterpret_cast<char*>(&seen), remote, sizeof seen);
+  fifo.setRemotePid(0);
+  const bool ok = err == 0 && seen == t.senderStart;
+  if (!ok)
+    BRAID_INFO(kLogShm, "shm: single-copy reads from pid %d are not possible (%s): copying "
+               "through the FIFO", int(t.senderPid), err ? std::strerror(err) : "mismatch");
+  t.cma.store(ok ? 1 : 2, std::memory_order_release);
+  return ok;
+}
+
 class ShmTransport : public Transport {
  public:
   TransportId id() const override { return TransportId::kShm; }
@@ -198,6 +217,7 @@ class ShmTransport : public Transport {
     FifoLayout::init(base, g.nslots, g.slotBytes);
     auto res = std::make_unique<ShmResource>(base, size, name, peer);
     new (res->trailer()) ShmTrailer();
+    res->trailer()->cma.store(0, std::memory_order_relaxed);
     res->trailer()->attached.store(0, std::memory_order_release);
     // Until the sender attaches, its pid comes from the core (PeerInfo) and may belong
     // to another pid namespace: check it only if such a process exists here.
@@ -282,9 +302,11 @@ class ShmTransport : public Transport {
     t->senderPid = int32_t(getpid());
     t->senderStart = processStartTime(getpid());
     t->senderPidNs = myNs;
+    t->senderAddr = reinterpret_cast<uint64_t>(t);
     t->attached.store(1, std::memory_order_release);
     out->fifo.attach(base);
     out->allowDirect = false;
+    out->remoteDirect = &t->cma;
     out->res = std::move(res);
     BRAID_INFO(kLogShm, "shm: rank %d -> rank %d channel %d: mapped %s",
                ctx.self ? ctx.self->rank : -1, peer, ctx.channel, d.name);
@@ -327,8 +349,10 @@ class ShmTransport : public Transport {
     if (rc == ncclSuccess) {
       if (t->senderPidNs != 0 && t->senderPidNs == pidNamespace()) {
         res->setPeerProcess(t->senderPid, t->senderStart);
+        if (param::kShmCma.get() && canPull(side->fifo, *t)) side->fifo.setRemotePid(t->senderPid);
       } else {
         res->setPeerProcess(0, 0);
+        t->cma.store(2, std::memory_order_release);
         BRAID_INFO(kLogShm, "shm: rank %d is in another pid namespace: its exit cannot be "
                    "detected through its pid", peer);
       }

@@ -33,6 +33,10 @@ struct ShmTrailer {
   int32_t senderPid;
   uint64_t senderStart;
   uint64_t senderPidNs;
+  uint64_t senderAddr;  ///< where this trailer is mapped in the sender's process
+  /// Single-copy reads from the sender (process_vm_readv): 0 untested, 1 the receiver
+  /// read the sender's trailer successfully, 2 not possible (or disabled).
+  std::atomic<uint32_t> cma;
 };
 
 /// Start time of a process (clock ticks since boot, /proc/<pid>/stat field 22), or 0
