@@ -73,6 +73,7 @@ struct Program {
 struct Plan {
   std::vector<Program> programs;
   std::string algorithm;  ///< builder name, for logs
+  uint64_t outputElems = 0;  ///< elements the steps write to dst regions (set by the tuner)
   size_t stepCount() const;
   /// Human-readable dump (one line per step), for NCCL_DEBUG_SUBSYS=PLAN and tests.
   std::string toString() const;

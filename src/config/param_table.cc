@@ -48,13 +48,22 @@ const StringParam kTransport("BRAID_TRANSPORT", "auto",
     "Force one transport for every peer: local, shm, socket, or auto.");
 const IntParam kFifoSlots("BRAID_FIFO_SLOTS", 8,
     "Slots per connection FIFO (NCCL_BUFFSIZE is split among them).");
-const BoolParam kShmCma("BRAID_SHM_CMA", true,
+const BoolParam kShmCma("BRAID_SHM_CMA", false,
     "Let processes on one host read large pieces straight from each other's buffers "
-    "(process_vm_readv: one copy instead of two through the FIFO). Used only where a test "
-    "read at connection time succeeds (ptrace permission); 0 always copies through the FIFO.");
+    "(process_vm_readv: one copy instead of two through the FIFO), where a test read at "
+    "connection time succeeds (ptrace permission). Off by default: with streaming stores "
+    "into the FIFO it measured slower here (docs/performance.md).");
 const IntParam kCmaMinBytes("BRAID_CMA_MIN_BYTES", 65536,
     "Smallest piece sent as a single-copy (process_vm_readv) entry; smaller ones are "
     "copied through the FIFO.");
+const BoolParam kStreamStores("BRAID_STREAM_STORES", true,
+    "Write data for another rank into FIFO slots with non-temporal stores, so its core "
+    "reads it from memory instead of pulling dirty lines out of ours (4-6x faster on the "
+    "machines measured; see docs/performance.md). 0: plain stores.");
+const IntParam kStreamOutputBytes("BRAID_STREAM_OUTPUT_BYTES", 0,
+    "A collective writing at least this many bytes of results stores them with "
+    "non-temporal stores (they would not stay in cache anyway); 0 (default: no gain "
+    "measured here) never does.");
 
 const IntParam kTimeoutMs("BRAID_TIMEOUT_MS", 300000,
     "A collective waiting this long without progress fails with ncclSystemError naming "

@@ -79,6 +79,8 @@ extern const StringParam kTransport;     // BRAID_TRANSPORT
 extern const IntParam kFifoSlots;        // BRAID_FIFO_SLOTS
 extern const BoolParam kShmCma;          // BRAID_SHM_CMA
 extern const IntParam kCmaMinBytes;      // BRAID_CMA_MIN_BYTES
+extern const BoolParam kStreamStores;    // BRAID_STREAM_STORES
+extern const IntParam kStreamOutputBytes;  // BRAID_STREAM_OUTPUT_BYTES
 // Timeouts and faults
 extern const IntParam kTimeoutMs;        // BRAID_TIMEOUT_MS
 extern const IntParam kBootstrapTimeoutMs;  // BRAID_BOOTSTRAP_TIMEOUT_MS

@@ -33,6 +33,8 @@ struct CommSettings {
   int spinCount = 2000;
   uint64_t smallMsgBytes = 32768;  ///< direct algorithms up to this size (rank 0's value)
   uint64_t cmaMinBytes = 65536;    ///< single-copy (process_vm_readv) pieces from this size
+  bool streamStores = true;        ///< non-temporal stores into peers' FIFO slots
+  uint64_t streamOutputBytes = UINT64_MAX;  ///< ... and into results of plans this large
   std::string forcedTransport;  ///< "", "local", "shm" or "socket"
   bool shmDisable = false;
   bool p2pDisable = false;
@@ -88,6 +90,11 @@ struct Comm : public ConnTable {
   FifoSender* sender(int peer, int channel) override;
   FifoReceiver* receiver(int peer, int channel) override;
   uint64_t directMinBytes(int peer, int channel) override;
+  uint64_t streamOutputMinBytes() override { return settings.streamOutputBytes; }
+  bool streamTo(int peer, int channel) override {
+    (void)channel;
+    return settings.streamStores && peer != rank;
+  }
 
   static uint64_t connKey(int peer, int channel) {
     return (uint64_t(uint32_t(channel)) << 32) | uint32_t(peer);

@@ -79,6 +79,9 @@ CommSettings readSettings(const ncclConfig_t& cfg) {
   s.spinCount = int(std::max<int64_t>(0, param::kSpinCount.get()));
   s.smallMsgBytes = uint64_t(std::max<int64_t>(0, param::kSmallMsgBytes.get()));
   s.cmaMinBytes = uint64_t(std::max<int64_t>(1, param::kCmaMinBytes.get()));
+  s.streamStores = param::kStreamStores.get();
+  const int64_t outBytes = param::kStreamOutputBytes.get();
+  s.streamOutputBytes = outBytes <= 0 ? UINT64_MAX : uint64_t(outBytes);
   s.forcedTransport = param::kTransport.get();
   std::transform(s.forcedTransport.begin(), s.forcedTransport.end(), s.forcedTransport.begin(),
                  ::tolower);

@@ -116,6 +116,9 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& args, std::shared_ptr<const Pl
       auto plan = std::make_shared<Plan>();
       if (!a.build(args, params, plan.get())) continue;
       plan->algorithm = a.name;
+      for (const Program& prog : plan->programs)
+        for (const Step& st : prog.steps)
+          if (st.dst.buf != Buf::kNone) plan->outputElems += st.dst.count;
       if (pass == 2)
         BRAID_WARN("NCCL_ALGO='%s' allows no algorithm for %s; using %s", spec.c_str(),
                    collName(args.coll), a.name);

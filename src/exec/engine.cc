@@ -5,6 +5,8 @@
 #include <memory>
 #include <new>
 
+#include "src/exec/stream_copy.h"
+
 namespace braid {
 namespace {
 
@@ -35,12 +37,29 @@ class DirectPin {
   bool ok_;
 };
 
-/// Where remote (other-process) direct entries are pulled to before a reduction: one
-/// buffer per executing thread, small enough to stay in cache.
-constexpr uint64_t kBounceBytes = 256 << 10;
-char* bounceBuffer() {
+/// Bounce size for receive steps that send nothing (no slot to fill): stays in L2.
+constexpr uint64_t kRecvBounce = 256 << 10;
+
+/// Where a reduction destined for a peer's slot is computed before it is streamed
+/// there: small enough to stay in L1.
+constexpr uint64_t kStageBytes = 16 << 10;
+char* stageBuffer() {
   thread_local std::unique_ptr<char[]> buf;
-  if (!buf) buf.reset(new (std::align_val_t(64)) char[kBounceBytes]);
+  if (!buf) buf.reset(new (std::align_val_t(64)) char[kStageBytes]);
+  return buf.get();
+}
+
+/// Where remote (other-process) direct entries are pulled to before a reduction: one
+/// buffer per executing thread. A step that sends pulls a whole FIFO slot at a time:
+/// every output slot of a step but its last must be full, or a ring step of half a
+/// FIFO could need more than half the slots (and deadlock).
+char* bounceBuffer(uint64_t bytes) {
+  thread_local std::unique_ptr<char[]> buf;
+  thread_local uint64_t size = 0;
+  if (size < bytes) {
+    buf.reset(new (std::align_val_t(64)) char[bytes]);
+    size = bytes;
+  }
   return buf.get();
 }
 
@@ -63,6 +82,7 @@ void PlanRun::start(const Plan* plan, PlanBuffers bufs, const Reducer& red, Conn
   red_ = red;
   conns_ = conns;
   allowDirect_ = allowDirect;
+  streamOut_ = plan->outputElems * red.typeSize() >= conns->streamOutputMinBytes();
   programs_.assign(plan->programs.size(), ProgramState{});
   directUsed_.clear();
   error_.clear();
@@ -143,11 +163,12 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
 
   switch (s.kind) {
     case StepKind::kCopy:
-      red_.copy(dst, src, total / ts, flags);
+      emit(dst, nullptr, src, nullptr, total, flags, false, false);
       ps.done = total;
       break;
 
     case StepKind::kSend: {
+      const bool stream = conns_->streamTo(s.sendPeer, s.channel);
       const bool direct = allowDirect_ && s.src.buf == Buf::kSend &&
                           !((flags & kPreOp) && red_.hasPre()) &&
                           total - ps.done >= conns_->directMinBytes(s.sendPeer, s.channel);
@@ -161,7 +182,7 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
           break;
         }
         uint64_t n = std::min<uint64_t>(total - ps.done, out->slotBytes());
-        red_.copy(slot, src + ps.done, n / ts, flags & kPreOp);
+        emit(nullptr, slot, src + ps.done, nullptr, n, flags & kPreOp, false, stream);
         out->commit(n);
         ps.done += n;
       }
@@ -178,8 +199,8 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         if (in->frontIsRemote() && flags == 0) {  // one copy, straight into place
           if (!pull(in, s.recvPeer, dst + ps.done, p, n)) return true;
         } else {
-          if (in->frontIsRemote() && !pullBounce(in, s.recvPeer, &p, &n)) return true;
-          red_.copy(dst + ps.done, p, n / ts, flags);
+          if (in->frontIsRemote() && !pullBounce(in, s.recvPeer, &p, &n, kRecvBounce)) return true;
+          emit(dst + ps.done, nullptr, p, nullptr, n, flags, false, false);
         }
         in->release(n);
         ps.done += n;
@@ -188,7 +209,9 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
 
     case StepKind::kRecvReduceSend:
     case StepKind::kRecvCopySend:
-    case StepKind::kRecvReduceCopySend:
+    case StepKind::kRecvReduceCopySend: {
+      const bool stream = conns_->streamTo(s.sendPeer, s.channel);
+      const bool reduce = s.kind != StepKind::kRecvCopySend;
       while (ps.done < total) {
         const char* p;
         uint64_t n = std::min(in->peek(&p), total - ps.done);
@@ -197,22 +220,18 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         if (!slot) break;
         DirectPin pin(in);
         if (!pin.ok()) break;
-        if (s.kind == StepKind::kRecvCopySend) {
-          // The final bytes land in dst, which no later step writes: forward them from
-          // there, as a direct entry where the next rank can read our memory.
+        if (!reduce && in->frontIsRemote()) {
+          // Straight into place; the final bytes are then forwarded from dst, which no
+          // later step writes: as a direct entry where the next rank can read us.
           const bool forwardDirect = n >= conns_->directMinBytes(s.sendPeer, s.channel);
           if (!forwardDirect) n = std::min<uint64_t>(n, out->slotBytes());
           char* to = dst + ps.done;
-          if (in->frontIsRemote()) {
-            if (!pull(in, s.recvPeer, to, p, n)) return true;
-          } else {
-            red_.copy(to, p, n / ts, 0);
-          }
+          if (!pull(in, s.recvPeer, to, p, n)) return true;
           if (forwardDirect) {
             out->commitDirect(to, n);
             noteDirect(out);
           } else {
-            std::memcpy(slot, to, n);
+            emit(nullptr, slot, to, nullptr, n, 0, false, stream);
             out->commit(n);
           }
           in->release(n);
@@ -220,18 +239,17 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
           continue;
         }
         n = std::min<uint64_t>(n, out->slotBytes());
-        if (in->frontIsRemote() && !pullBounce(in, s.recvPeer, &p, &n)) return true;
-        const uint64_t e = n / ts;
-        if (s.kind == StepKind::kRecvReduceSend) {
-          red_.reduce(slot, p, src + ps.done, e, flags);
-        } else {
-          red_.reduce2(dst + ps.done, slot, p, src + ps.done, e, flags);
-        }
+        if (in->frontIsRemote() && !pullBounce(in, s.recvPeer, &p, &n, out->slotBytes()))
+          return true;
+        const bool keep = s.kind != StepKind::kRecvReduceSend;
+        emit(keep ? dst + ps.done : nullptr, slot, p, reduce ? src + ps.done : nullptr, n,
+             reduce ? flags : 0, reduce, stream);
         out->commit(n);
         in->release(n);
         ps.done += n;
       }
       break;
+    }
 
     case StepKind::kRecvReduceCopy:
       while (ps.done < total) {
@@ -240,8 +258,8 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         if (n == 0) break;
         DirectPin pin(in);
         if (!pin.ok()) break;
-        if (in->frontIsRemote() && !pullBounce(in, s.recvPeer, &p, &n)) return true;
-        red_.reduce(dst + ps.done, p, src + ps.done, n / ts, flags);
+        if (in->frontIsRemote() && !pullBounce(in, s.recvPeer, &p, &n, kRecvBounce)) return true;
+        emit(dst + ps.done, nullptr, p, src + ps.done, n, flags, true, false);
         in->release(n);
         ps.done += n;
       }
@@ -263,6 +281,46 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
   return ps.done != start;
 }
 
+void PlanRun::emit(char* dst, char* slot, const char* in, const char* local, uint64_t n,
+                   uint8_t flags, bool reduce, bool streamSlot) {
+  const size_t ts = red_.typeSize();
+  const bool streamDst = dst && streamOut_;
+  streamSlot = slot && streamSlot;
+  if (!streamDst && !streamSlot) {  // plain stores: the fused kernels
+    if (reduce && dst && slot) red_.reduce2(dst, slot, in, local, n / ts, flags);
+    else if (reduce) red_.reduce(dst ? dst : slot, in, local, n / ts, flags);
+    else if (dst) {
+      red_.copy(dst, in, n / ts, flags);
+      if (slot) std::memcpy(slot, dst, n);
+    } else {
+      red_.copy(slot, in, n / ts, flags);
+    }
+    return;
+  }
+  auto put = [](char* to, const char* from, uint64_t m, bool stream) {
+    if (!to) return;
+    if (stream) streamCopy(to, from, m);
+    else std::memcpy(to, from, m);
+  };
+  const bool transforms =
+      ((flags & kPreOp) && red_.hasPre()) || ((flags & kPostOp) && red_.hasPost());
+  if (!reduce && !transforms) {
+    put(dst, in, n, streamDst);  // plain copies: no staging
+    put(slot, in, n, streamSlot);
+  } else {
+    // Compute each piece in an L1-resident stage, then store it where it goes.
+    char* stage = stageBuffer();
+    for (uint64_t off = 0; off < n; off += kStageBytes) {
+      const uint64_t m = std::min(kStageBytes, n - off);
+      if (reduce) red_.reduce(stage, in + off, local + off, m / ts, flags);
+      else red_.copy(stage, in + off, m / ts, flags);
+      put(dst ? dst + off : nullptr, stage, m, streamDst);
+      put(slot ? slot + off : nullptr, stage, m, streamSlot);
+    }
+  }
+  streamFence();
+}
+
 void PlanRun::noteDirect(FifoSender* out) {
   if (std::find(directUsed_.begin(), directUsed_.end(), out) == directUsed_.end())
     directUsed_.push_back(out);
@@ -277,9 +335,10 @@ bool PlanRun::pull(FifoReceiver* in, int peer, char* dst, const char* remote, ui
   return true;
 }
 
-bool PlanRun::pullBounce(FifoReceiver* in, int peer, const char** p, uint64_t* n) {
-  *n = std::min(*n, kBounceBytes - kBounceBytes % red_.typeSize());
-  char* bounce = bounceBuffer();
+bool PlanRun::pullBounce(FifoReceiver* in, int peer, const char** p, uint64_t* n,
+                         uint64_t capacity) {
+  *n = std::min(*n, capacity);
+  char* bounce = bounceBuffer(capacity);
   if (!pull(in, peer, bounce, *p, *n)) return false;
   *p = bounce;
   return true;

@@ -25,6 +25,16 @@ class ConnTable {
   /// The smallest piece worth sending to (peer, channel) as a direct (zero-copy) entry:
   /// 0 where the receiver shares our address space, a threshold where it pulls across
   /// processes (process_vm_readv), UINT64_MAX where direct entries are impossible.
+  /// Whether data for (peer, channel) is written into FIFO slots with non-temporal
+  /// stores (the reader is another core: see src/exec/stream_copy.h).
+  virtual bool streamTo(int peer, int channel) {
+    (void)peer;
+    (void)channel;
+    return false;
+  }
+  /// Plans writing at least this many bytes of results store them with non-temporal
+  /// stores (they cannot stay in cache anyway); UINT64_MAX: never.
+  virtual uint64_t streamOutputMinBytes() { return UINT64_MAX; }
   virtual uint64_t directMinBytes(int peer, int channel) {
     (void)peer;
     (void)channel;
@@ -71,14 +81,19 @@ class PlanRun {
   bool progressProgram(const Program& prog, ProgramState& ps);
   bool progressStep(const Step& s, ProgramState& ps);
   void fail(const std::string& why);
+  /// Stores n bytes of results: dst and/or slot (either may be null) receive
+  /// `in op local` (reduce) or `in` (copy), with the op's pre/post flags; non-temporal
+  /// stores into dst when streamOut_, into slot when streamSlot.
+  void emit(char* dst, char* slot, const char* in, const char* local, uint64_t n,
+            uint8_t flags, bool reduce, bool streamSlot);
   /// A sender whose direct entries we must see drained before we are done.
   void noteDirect(FifoSender* out);
   /// Pulls n bytes of a remote (other-process) direct entry at `remote` into dst;
   /// false (and the run failed) if the read failed.
   bool pull(FifoReceiver* in, int peer, char* dst, const char* remote, uint64_t n);
-  /// Pulls the front of a remote entry (at most the bounce buffer's size: *n shrinks)
-  /// into this thread's bounce buffer and points *p at it.
-  bool pullBounce(FifoReceiver* in, int peer, const char** p, uint64_t* n);
+  /// Pulls the front of a remote entry (at most `capacity` bytes: *n shrinks) into
+  /// this thread's bounce buffer and points *p at it.
+  bool pullBounce(FifoReceiver* in, int peer, const char** p, uint64_t* n, uint64_t capacity);
   char* regionPtr(const Region& r) const;
 
   const Plan* plan_ = nullptr;
@@ -86,6 +101,7 @@ class PlanRun {
   Reducer red_;
   ConnTable* conns_ = nullptr;
   bool allowDirect_ = false;
+  bool streamOut_ = false;  ///< results go to dst with non-temporal stores
   std::vector<ProgramState> programs_;
   std::vector<FifoSender*> directUsed_;  ///< senders with direct entries to drain
   RunState state_ = RunState::kRunning;

@@ -215,9 +215,10 @@ inline typename Tr::Compute apply(typename Tr::Compute a, typename Tr::Compute b
 }
 
 /// out[j] = post(a[j] OP pre(b[j])) for j < m. Inlined with m constant for full blocks.
-template <class Tr, Kind K, bool Pre, bool Post>
+/// O: the stack block's Storage, or Mem when writing straight to a destination.
+template <class Tr, Kind K, bool Pre, bool Post, class O>
 __attribute__((always_inline)) inline void reduceBlock(
-    typename Tr::Storage* __restrict out, const typename Tr::Mem* __restrict a,
+    O* __restrict out, const typename Tr::Mem* __restrict a,
     const typename Tr::Mem* __restrict b, size_t m, const Params<Tr>& p) {
   const auto scalar = p.scalar;
   const int nranks = p.nranks;
@@ -232,8 +233,8 @@ __attribute__((always_inline)) inline void reduceBlock(
 }
 
 /// out[j] = post(pre(a[j])) for j < m.
-template <class Tr, bool Pre, bool Post>
-__attribute__((always_inline)) inline void copyBlock(typename Tr::Storage* __restrict out,
+template <class Tr, bool Pre, bool Post, class O>
+__attribute__((always_inline)) inline void copyBlock(O* __restrict out,
                                                      const typename Tr::Mem* __restrict a,
                                                      size_t m, const Params<Tr>& p) {
   const auto scalar = p.scalar;
@@ -247,22 +248,49 @@ __attribute__((always_inline)) inline void copyBlock(typename Tr::Storage* __res
   }
 }
 
+/// True when [p, p + bytes) and [q, q + bytes) share no byte.
+inline bool disjoint(const void* p, const void* q, size_t bytes) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(q);
+  return a + bytes <= b || b + bytes <= a;
+}
+
 inline void storeBlock(void* dst, void* dst2, size_t byteOffset, const void* tmp, size_t bytes) {
   std::memcpy(static_cast<char*>(dst) + byteOffset, tmp, bytes);
   if (dst2 != nullptr) std::memcpy(static_cast<char*>(dst2) + byteOffset, tmp, bytes);
 }
 
+/// The kernel of one (type, kind, pre, post): a class template so that an instruction
+/// set's .cc can specialize it for a type (before including kernel_fill.h).
 template <class Tr, Kind K, bool Pre, bool Post>
-void reduceKernel(void* dst, void* dst2, const void* in, const void* local, size_t n,
-                  const void* scalar, int nranks) {
+struct ReduceKernel {
+  static void run(void* dst, void* dst2, const void* in, const void* local, size_t n,
+                  const void* scalar, int nranks);
+};
+template <class Tr, bool Pre, bool Post>
+struct CopyKernel {
+  static void run(void* dst, const void* src, size_t n, const void* scalar, int nranks);
+};
+
+template <class Tr, Kind K, bool Pre, bool Post>
+void ReduceKernel<Tr, K, Pre, Post>::run(void* dst, void* dst2, const void* in,
+                                         const void* local, size_t n, const void* scalar,
+                                         int nranks) {
   using S = typename Tr::Storage;
   using M = typename Tr::Mem;
   constexpr size_t kBlock = kBlockBytes / sizeof(S);
   const Params<Tr> p(scalar, nranks);
   const M* a = static_cast<const M*>(in);
   const M* b = static_cast<const M*>(local);
-  alignas(64) S tmp[kBlock];
   size_t i = 0;
+  const size_t bytes = n * sizeof(S);
+  if (dst2 == nullptr && disjoint(dst, in, bytes) && disjoint(dst, local, bytes)) {
+    // No aliasing: straight to the destination (the __restrict promise holds).
+    M* d = static_cast<M*>(dst);
+    for (; i + kBlock <= n; i += kBlock) reduceBlock<Tr, K, Pre, Post>(d + i, a + i, b + i, kBlock, p);
+    if (i < n) reduceBlock<Tr, K, Pre, Post>(d + i, a + i, b + i, n - i, p);
+    return;
+  }
+  alignas(64) S tmp[kBlock];
   for (; i + kBlock <= n; i += kBlock) {
     reduceBlock<Tr, K, Pre, Post>(tmp, a + i, b + i, kBlock, p);
     storeBlock(dst, dst2, i * sizeof(S), tmp, sizeof tmp);
@@ -274,14 +302,21 @@ void reduceKernel(void* dst, void* dst2, const void* in, const void* local, size
 }
 
 template <class Tr, bool Pre, bool Post>
-void copyKernel(void* dst, const void* src, size_t n, const void* scalar, int nranks) {
+void CopyKernel<Tr, Pre, Post>::run(void* dst, const void* src, size_t n, const void* scalar,
+                                    int nranks) {
   using S = typename Tr::Storage;
   using M = typename Tr::Mem;
   constexpr size_t kBlock = kBlockBytes / sizeof(S);
   const Params<Tr> p(scalar, nranks);
   const M* a = static_cast<const M*>(src);
-  alignas(64) S tmp[kBlock];
   size_t i = 0;
+  if (disjoint(dst, src, n * sizeof(S))) {
+    M* d = static_cast<M*>(dst);
+    for (; i + kBlock <= n; i += kBlock) copyBlock<Tr, Pre, Post>(d + i, a + i, kBlock, p);
+    if (i < n) copyBlock<Tr, Pre, Post>(d + i, a + i, n - i, p);
+    return;
+  }
+  alignas(64) S tmp[kBlock];
   for (; i + kBlock <= n; i += kBlock) {
     copyBlock<Tr, Pre, Post>(tmp, a + i, kBlock, p);
     storeBlock(dst, nullptr, i * sizeof(S), tmp, sizeof tmp);
@@ -291,39 +326,6 @@ void copyKernel(void* dst, const void* src, size_t n, const void* scalar, int nr
     storeBlock(dst, nullptr, i * sizeof(S), tmp, (n - i) * sizeof(S));
   }
 }
-
-// ---- the dispatch table -------------------------------------------------------------
-
-template <int T>
-constexpr void fillType(KernelTable& t) {
-  using Tr = TraitsOf<T>;
-  constexpr int kSum = static_cast<int>(Kind::kSum);
-  t.reduce[T][kSum][0][0] = &reduceKernel<Tr, Kind::kSum, false, false>;
-  t.reduce[T][kSum][1][0] = &reduceKernel<Tr, Kind::kSum, true, false>;
-  t.reduce[T][kSum][0][1] = &reduceKernel<Tr, Kind::kSum, false, true>;
-  t.reduce[T][kSum][1][1] = &reduceKernel<Tr, Kind::kSum, true, true>;
-  // Prod/max/min reducers never have pre/post steps: one kernel for all four slots.
-  constexpr Kind kOthers[] = {Kind::kProd, Kind::kMax, Kind::kMin};
-  constexpr ReduceFn kOtherFns[] = {&reduceKernel<Tr, Kind::kProd, false, false>,
-                                    &reduceKernel<Tr, Kind::kMax, false, false>,
-                                    &reduceKernel<Tr, Kind::kMin, false, false>};
-  for (int k = 0; k < 3; ++k)
-    for (int pre = 0; pre < 2; ++pre)
-      for (int post = 0; post < 2; ++post)
-        t.reduce[T][static_cast<int>(kOthers[k])][pre][post] = kOtherFns[k];
-  t.copy[T][1][0] = &copyKernel<Tr, true, false>;
-  t.copy[T][0][1] = &copyKernel<Tr, false, true>;
-  t.copy[T][1][1] = &copyKernel<Tr, true, true>;
-}
-
-template <int... Ts>
-constexpr KernelTable buildTable(std::integer_sequence<int, Ts...>) {
-  KernelTable t;
-  (fillType<Ts>(t), ...);
-  return t;
-}
-
-constexpr KernelTable kTable = buildTable(std::make_integer_sequence<int, kNumTypes>{});
 
 }  // namespace BRAID_REDUCE_KERNEL_NS
 }  // namespace reduce_detail

@@ -5,16 +5,23 @@
 //    constexpr table keyed by those four (filled by key from the type's ncclDataType_t,
 //    not by position) is consulted once per call. Only sums have pre/post variants
 //    (PreMulSum and Avg are sums), so the other kinds share their plain kernel.
-//  * The table is built twice on x86-64: portable (SSE2, here) and for AVX2
-//    (reducer_avx2.cc); the first call picks one from the CPU's features. Both give
-//    bit-identical results (no FMA contraction in either), NaN payloads aside: which
-//    NaN operand propagates may depend on how the compiler orders a commutative op.
+//  * The table is built three times on x86-64: portable (SSE2, here), for AVX2 + F16C
+//    (reducer_avx2.cc) and for AVX-512 (reducer_avx512.cc); kernel_level.cc picks one
+//    from the CPU's features and BRAID_SIMD. All give bit-identical results (no FMA
+//    contraction in any), NaN payloads aside: which NaN operand propagates may depend
+//    on how the compiler orders a commutative op.
 //  * Kernels work in blocks of kBlockBytes: the block is computed into a stack buffer
 //    by a loop of constant trip count over __restrict pointers (which GCC vectorises
 //    even at -O2, whose "very cheap" cost model refuses loops that need an epilogue
 //    or alias checks), then copied to the destination(s). Reading a whole block
 //    before writing it is what makes dst == in / dst == local exactly safe, and gives
-//    reduce2 its second store for free.
+//    reduce2 its second store for free. When the (single) destination overlaps no
+//    input, the same loops write straight to it (the __restrict promise then holds),
+//    saving the copy.
+//  * The x86 builds replace the generic kernels of fp32 and of the narrow floats with
+//    explicit vector code (narrow_simd.h: F16C for fp16, integer rounding for bf16 and
+//    fp8), one vector of each input loaded before its result is stored, straight to the
+//    destination(s).
 //  * Loads and stores go through under-aligned typedefs, so any pointer works
 //    (element-misaligned included) and the vectoriser emits unaligned accesses.
 //
@@ -42,6 +49,7 @@
 
 #define BRAID_REDUCE_KERNEL_NS portable
 #include "src/reduce/kernels.h"
+#include "src/reduce/kernel_fill.h"
 #undef BRAID_REDUCE_KERNEL_NS
 
 namespace braid {
@@ -57,18 +65,8 @@ using reduce_detail::KernelTable;
 using reduce_detail::kNumTypes;
 using Kind = Reducer::Kind;
 
-/// The kernels for this CPU, chosen once.
-const KernelTable& kernels() {
-  static const KernelTable* const table = [] {
-    const KernelTable* avx2 = reduce_detail::avx2Kernels();
-#if defined(__x86_64__) || defined(__i386__)
-    if (avx2 != nullptr && __builtin_cpu_supports("avx2")) return avx2;
-#endif
-    (void)avx2;
-    return &reduce_detail::portableKernels();
-  }();
-  return *table;
-}
+/// The kernels of the current level (kernel_level.cc).
+const KernelTable& kernels() { return reduce_detail::currentKernels(); }
 
 bool validType(ncclDataType_t t) { return static_cast<int>(t) >= 0 && static_cast<int>(t) < kNumTypes; }
 

@@ -304,7 +304,11 @@ TEST_P(Collectives, CountsAroundSlotBoundaries) {
   auto env = smallFifoEnv(mode.transport);
   env.push_back({"BRAID_TIMEOUT_MS", "30000"});
   if (std::string(mode.variant) != "") env.push_back({"BRAID_SMALL_MSG_BYTES", "0"});
-  if (std::string(mode.variant) == "cma") env.push_back({"BRAID_CMA_MIN_BYTES", "64"});
+  if (std::string(mode.variant) == "cma") {
+    env.push_back({"BRAID_SHM_CMA", "1"});
+    env.push_back({"BRAID_CMA_MIN_BYTES", "64"});
+    env.push_back({"BRAID_STREAM_OUTPUT_BYTES", "1"});  // results with streaming stores too
+  }
   ScopedEnv scoped(env);
   const std::vector<size_t> counts = countsFor(coll, nranks);
   run(mode.launch, nranks, [&](ncclComm_t& comm, int rank, int n) {
@@ -316,6 +320,27 @@ TEST_P(Collectives, CountsAroundSlotBoundaries) {
                      (inPlace ? " in place" : " out of place") + " root " +
                      std::to_string(root) + " rank " + std::to_string(rank));
         if (!runOne(coll, comm, rank, n, counts[k], inPlace, root)) return;
+      }
+    }
+  });
+}
+
+// Default FIFOs and large messages over shm processes: ring steps of half a FIFO with
+// single-copy (process_vm_readv) entries, whose reductions must still fill whole slots
+// (a regression: 256 KiB bounce pieces in 512 KiB slots deadlocked the ring).
+TEST(CollectivesLarge, RingWithSingleCopyProcesses) {
+  ScopedEnv scoped(
+      {{"BRAID_TRANSPORT", "shm"}, {"BRAID_TIMEOUT_MS", "20000"}, {"BRAID_SHM_CMA", "1"}});
+  run(Launch::kProcesses, 2, [&](ncclComm_t& comm, int rank, int n) {
+    for (size_t count : {size_t(1) << 20, (size_t(3) << 19) + 7}) {
+      for (int rep = 0; rep < 2; ++rep) {
+        for (C coll : {C::kAllReduce, C::kAllGather, C::kBroadcast}) {
+          for (bool inPlace : {false, true}) {
+            SCOPED_TRACE(std::string(collName(coll)) + " count " + std::to_string(count) +
+                         (inPlace ? " in place" : " out of place"));
+            if (!runOne(coll, comm, rank, n, count, inPlace, rep % n)) return;
+          }
+        }
       }
     }
   });

@@ -1,6 +1,8 @@
 // Reducer: every (type, op, flags) of reduce / reduce2 / copy on random data against a
 // scalar reference, plus aliasing, lengths around the kernel's block size, misaligned
 // pointers and hand-picked numerics (wrap-around, saturation, NaN and signed zeros).
+// Everything runs at each instruction-set level of the kernels (portable, AVX2,
+// AVX-512); a level this CPU (or build) lacks is skipped with a message.
 //
 // The reference computes like the documented model: integers modulo 2^bits; floats in
 // double, rounded to the element type after every operation (for fp16/bf16/fp8 and
@@ -13,6 +15,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <cstdlib>
+#include <ostream>
 #include <random>
 #include <string>
 #include <tuple>
@@ -23,6 +27,10 @@
 #include "src/reduce/kernel_table.h"
 
 namespace braid {
+namespace reduce_detail {
+// Readable parameters in gtest's messages.
+void PrintTo(KernelLevel level, std::ostream* os) { *os << kernelLevelName(level); }
+}  // namespace reduce_detail
 namespace {
 
 constexpr int kPreMulSum = ncclNumOps;  // test-local id for the PreMulSum op
@@ -199,12 +207,27 @@ bool sameElement(ncclDataType_t t, const uint8_t* a, const uint8_t* b) {
   return ::testing::AssertionSuccess();
 }
 
-// ---- parameterised over (type, op) ------------------------------------------------------
+// ---- kernel levels -----------------------------------------------------------------------
 
-class ReducerOps : public ::testing::TestWithParam<std::tuple<ncclDataType_t, int>> {
+using reduce_detail::KernelLevel;
+const KernelLevel kLevels[] = {KernelLevel::kPortable, KernelLevel::kAvx2, KernelLevel::kAvx512};
+
+std::string levelName(KernelLevel l) { return reduce_detail::kernelLevelName(l); }
+
+// ---- parameterised over (level, type, op) ----------------------------------------------
+
+class ReducerOps
+    : public ::testing::TestWithParam<std::tuple<KernelLevel, ncclDataType_t, int>> {
  protected:
-  ncclDataType_t type() const { return std::get<0>(GetParam()); }
-  int op() const { return std::get<1>(GetParam()); }
+  void SetUp() override {
+    if (!reduce_detail::setKernelLevel(level()))
+      GTEST_SKIP() << "kernel level " << levelName(level())
+                   << " is not available on this CPU / build";
+  }
+  void TearDown() override { reduce_detail::resetKernelLevel(); }
+  KernelLevel level() const { return std::get<0>(GetParam()); }
+  ncclDataType_t type() const { return std::get<1>(GetParam()); }
+  int op() const { return std::get<2>(GetParam()); }
   size_t size() const { return dataTypeSize(type()); }
   /// A buffer of n elements starting `offset` bytes into a fresh allocation.
   struct Buf {
@@ -308,12 +331,12 @@ TEST_P(ReducerOps, ReducerDescribesItself) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllTypesAllOps, ReducerOps,
-    ::testing::Combine(::testing::ValuesIn(kTypes),
+    ::testing::Combine(::testing::ValuesIn(kLevels), ::testing::ValuesIn(kTypes),
                        ::testing::Values(int(ncclSum), int(ncclProd), int(ncclMax), int(ncclMin),
                                          int(ncclAvg), kPreMulSum)),
-    [](const ::testing::TestParamInfo<std::tuple<ncclDataType_t, int>>& i) {
-      const int op = std::get<1>(i.param);
-      return std::string(dataTypeName(std::get<0>(i.param))) + "_" +
+    [](const ::testing::TestParamInfo<std::tuple<KernelLevel, ncclDataType_t, int>>& i) {
+      const int op = std::get<2>(i.param);
+      return levelName(std::get<0>(i.param)) + "_" + dataTypeName(std::get<1>(i.param)) + "_" +
              (op == kPreMulSum ? "premulsum" : redOpName(static_cast<ncclRedOp_t>(op)));
     });
 
@@ -326,7 +349,17 @@ std::vector<T> reduceOf(const Reducer& r, std::vector<T> a, std::vector<T> b, ui
   return out;
 }
 
-TEST(ReducerNumerics, IntegersWrapAndAvgTruncatesTowardZero) {
+class ReducerNumerics : public ::testing::TestWithParam<KernelLevel> {
+ protected:
+  void SetUp() override {
+    if (!reduce_detail::setKernelLevel(GetParam()))
+      GTEST_SKIP() << "kernel level " << levelName(GetParam())
+                   << " is not available on this CPU / build";
+  }
+  void TearDown() override { reduce_detail::resetKernelLevel(); }
+};
+
+TEST_P(ReducerNumerics, IntegersWrapAndAvgTruncatesTowardZero) {
   EXPECT_EQ(reduceOf<int8_t>(Reducer(ncclInt8, ncclSum, 2), {127, -128}, {1, -1}),
             (std::vector<int8_t>{-128, 127}));
   EXPECT_EQ(reduceOf<uint8_t>(Reducer(ncclUint8, ncclProd, 2), {16, 255}, {16, 255}),
@@ -347,7 +380,7 @@ TEST(ReducerNumerics, IntegersWrapAndAvgTruncatesTowardZero) {
             (std::vector<int8_t>{int8_t(1 - 150 + 256)}));  // 50*-3 wraps in int8
 }
 
-TEST(ReducerNumerics, FloatMaxMinIgnoreNaNAndOrderZeros) {
+TEST_P(ReducerNumerics, FloatMaxMinIgnoreNaNAndOrderZeros) {
   const float nan = NAN;
   const Reducer mx(ncclFloat32, ncclMax, 2), mn(ncclFloat32, ncclMin, 2);
   const auto a = reduceOf<float>(mx, {nan, 1.0f, nan, 0.0f, -0.0f}, {2.0f, nan, nan, -0.0f, 0.0f});
@@ -364,7 +397,7 @@ TEST(ReducerNumerics, FloatMaxMinIgnoreNaNAndOrderZeros) {
   EXPECT_EQ(c, (std::vector<double>{-3.0, -1.0}));
 }
 
-TEST(ReducerNumerics, Fp8SaturatesLikeNccl) {
+TEST_P(ReducerNumerics, Fp8SaturatesLikeNccl) {
   // e4m3: 448 + 448 -> 448 (SATFINITE), never NaN.
   EXPECT_EQ(reduceOf<uint8_t>(Reducer(ncclFloat8e4m3, ncclSum, 2), {0x7e, 0xfe}, {0x7e, 0xfe}),
             (std::vector<uint8_t>{0x7e, 0xfe}));
@@ -378,7 +411,7 @@ TEST(ReducerNumerics, Fp8SaturatesLikeNccl) {
             (std::vector<uint8_t>{0x7f}));
 }
 
-TEST(ReducerNumerics, HalfRoundsEveryStep) {
+TEST_P(ReducerNumerics, HalfRoundsEveryStep) {
   // 2048 + 1 is a tie in fp16 (spacing 2 above 2048): rounds to even (2048).
   const uint16_t h2048 = floatToHalf(2048.0f), h1 = floatToHalf(1.0f), h3 = floatToHalf(3.0f);
   EXPECT_EQ(reduceOf<uint16_t>(Reducer(ncclFloat16, ncclSum, 2), {h2048}, {h1})[0], h2048);
@@ -389,6 +422,11 @@ TEST(ReducerNumerics, HalfRoundsEveryStep) {
   const uint16_t hmax = 0x7bff;
   EXPECT_EQ(reduceOf<uint16_t>(Reducer(ncclFloat16, ncclAvg, 2), {hmax}, {hmax}, kPostOp)[0], 0x7c00);
 }
+
+INSTANTIATE_TEST_SUITE_P(Levels, ReducerNumerics, ::testing::ValuesIn(kLevels),
+                         [](const ::testing::TestParamInfo<KernelLevel>& i) {
+                           return levelName(i.param);
+                         });
 
 TEST(ReducerCopy, PlainCopyIsMemcpyAndInPlaceIsNoop) {
   std::vector<float> a{1, 2, 3}, b(3, 0);
@@ -434,38 +472,104 @@ TEST(ReducerMisc, NamesAndSizes) {
   EXPECT_STREQ(redOpName(static_cast<ncclRedOp_t>(ncclNumOps + 3)), "premulsum");
 }
 
-TEST(ReducerKernels, PortableAndAvx2TablesAgreeBitForBit) {
+// Every level's table against the portable one, calling the tables directly (all 4x2x2
+// slots, including those the Reducer never picks).
+TEST(ReducerKernels, EveryLevelAgreesWithPortableBitForBit) {
   using reduce_detail::KernelTable;
-  const KernelTable* avx2 = reduce_detail::avx2Kernels();
-  if (avx2 == nullptr) GTEST_SKIP() << "no AVX2 build of the kernels on this architecture";
-#if defined(__x86_64__)
-  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "this CPU has no AVX2";
-#endif
   const KernelTable& portable = reduce_detail::portableKernels();
-  std::mt19937_64 rng(99);
-  const size_t n = 3001;  // several blocks and a tail for every element size
-  for (int t = 0; t < ncclNumTypes; ++t) {
-    const ncclDataType_t type = static_cast<ncclDataType_t>(t);
-    const size_t bytes = n * dataTypeSize(type);
-    std::vector<uint8_t> in(bytes), local(bytes), a(bytes), b(bytes);
-    uint8_t scalar[8] = {};
-    fillRandom(type, scalar, 1, rng);
-    fillRandom(type, in.data(), n, rng);
-    fillRandom(type, local.data(), n, rng);
-    for (int kind = 0; kind < 4; ++kind)
-      for (int pre = 0; pre < 2; ++pre)
-        for (int post = 0; post < 2; ++post) {
-          portable.reduce[t][kind][pre][post](a.data(), nullptr, in.data(), local.data(), n, scalar, 3);
-          avx2->reduce[t][kind][pre][post](b.data(), nullptr, in.data(), local.data(), n, scalar, 3);
-          // NaN payloads may differ (the compiler may commute an add): compare NaN-aware
-          EXPECT_TRUE(sameBuffers(type, a.data(), b.data(), in.data(), local.data(), n))
-              << dataTypeName(type) << " kind " << kind << " pre " << pre << " post " << post;
-          if (pre + post == 0) continue;
-          portable.copy[t][pre][post](a.data(), in.data(), n, scalar, 3);
-          avx2->copy[t][pre][post](b.data(), in.data(), n, scalar, 3);
-          EXPECT_TRUE(sameBuffers(type, a.data(), b.data(), in.data(), nullptr, n))
-              << "copy " << dataTypeName(type) << " pre " << pre << " post " << post;
-        }
+  int compared = 0;
+  for (KernelLevel level : {KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+    const KernelTable* other = reduce_detail::kernelsFor(level);
+    if (other == nullptr) continue;
+    ++compared;
+    std::mt19937_64 rng(99);
+    const size_t n = 3001;  // several blocks and a tail for every element size
+    for (int t = 0; t < ncclNumTypes; ++t) {
+      const ncclDataType_t type = static_cast<ncclDataType_t>(t);
+      const size_t bytes = n * dataTypeSize(type);
+      std::vector<uint8_t> in(bytes), local(bytes), a(bytes), b(bytes), b2(bytes);
+      uint8_t scalar[8] = {};
+      fillRandom(type, scalar, 1, rng);
+      fillRandom(type, in.data(), n, rng);
+      fillRandom(type, local.data(), n, rng);
+      for (int kind = 0; kind < 4; ++kind)
+        for (int pre = 0; pre < 2; ++pre)
+          for (int post = 0; post < 2; ++post) {
+            portable.reduce[t][kind][pre][post](a.data(), nullptr, in.data(), local.data(), n,
+                                                scalar, 3);
+            other->reduce[t][kind][pre][post](b.data(), b2.data(), in.data(), local.data(), n,
+                                              scalar, 3);
+            // NaN payloads may differ (the compiler may commute an add): compare NaN-aware
+            EXPECT_TRUE(sameBuffers(type, a.data(), b.data(), in.data(), local.data(), n))
+                << levelName(level) << " " << dataTypeName(type) << " kind " << kind << " pre "
+                << pre << " post " << post;
+            EXPECT_EQ(b, b2) << "reduce2's two destinations differ";
+            if (pre + post == 0) continue;
+            portable.copy[t][pre][post](a.data(), in.data(), n, scalar, 3);
+            other->copy[t][pre][post](b.data(), in.data(), n, scalar, 3);
+            EXPECT_TRUE(sameBuffers(type, a.data(), b.data(), in.data(), nullptr, n))
+                << levelName(level) << " copy " << dataTypeName(type) << " pre " << pre
+                << " post " << post;
+          }
+    }
+  }
+  if (compared == 0) GTEST_SKIP() << "only the portable kernels are available on this CPU / build";
+}
+
+TEST(ReducerKernels, LevelsParseNameAndSwitch) {
+  KernelLevel l = KernelLevel::kPortable;
+  EXPECT_TRUE(reduce_detail::parseKernelLevel("AVX512", &l));
+  EXPECT_EQ(l, KernelLevel::kAvx512);
+  EXPECT_TRUE(reduce_detail::parseKernelLevel("avx2", &l));
+  EXPECT_EQ(l, KernelLevel::kAvx2);
+  EXPECT_TRUE(reduce_detail::parseKernelLevel("portable", &l));
+  EXPECT_EQ(l, KernelLevel::kPortable);
+  EXPECT_FALSE(reduce_detail::parseKernelLevel("auto", &l));
+  EXPECT_FALSE(reduce_detail::parseKernelLevel("sse9", &l));
+  EXPECT_FALSE(reduce_detail::parseKernelLevel(nullptr, &l));
+
+  EXPECT_TRUE(reduce_detail::kernelLevelAvailable(KernelLevel::kPortable));
+  const KernelLevel best = reduce_detail::bestKernelLevel();
+  EXPECT_TRUE(reduce_detail::kernelLevelAvailable(best));
+  for (KernelLevel level : kLevels) {
+    const bool available = reduce_detail::kernelLevelAvailable(level);
+    EXPECT_EQ(reduce_detail::setKernelLevel(level), available) << levelName(level);
+    if (available) {
+      EXPECT_EQ(reduce_detail::kernelLevel(), level);
+      EXPECT_EQ(&reduce_detail::currentKernels(), reduce_detail::kernelsFor(level));
+      EXPECT_LE(static_cast<int>(level), static_cast<int>(best));
+    } else {
+      EXPECT_EQ(reduce_detail::kernelsFor(level), nullptr);
+    }
+  }
+  reduce_detail::resetKernelLevel();
+}
+
+TEST(ReducerKernels, BraidSimdChoosesTheLevel) {
+  struct EnvGuard {
+    ~EnvGuard() {
+      unsetenv("BRAID_SIMD");
+      reduce_detail::resetKernelLevel();
+    }
+  } guard;
+  setenv("BRAID_SIMD", "portable", 1);
+  reduce_detail::resetKernelLevel();
+  EXPECT_EQ(reduce_detail::kernelLevel(), KernelLevel::kPortable);
+  EXPECT_EQ(reduceOf<float>(Reducer(ncclFloat32, ncclSum, 2), {1.5f}, {2.0f}),
+            (std::vector<float>{3.5f}));
+  setenv("BRAID_SIMD", "auto", 1);
+  reduce_detail::resetKernelLevel();
+  EXPECT_EQ(reduce_detail::kernelLevel(), reduce_detail::bestKernelLevel());
+  setenv("BRAID_SIMD", "nonsense", 1);  // warns, uses the best level
+  reduce_detail::resetKernelLevel();
+  EXPECT_EQ(reduce_detail::kernelLevel(), reduce_detail::bestKernelLevel());
+  for (KernelLevel level : kLevels) {
+    setenv("BRAID_SIMD", levelName(level).c_str(), 1);
+    reduce_detail::resetKernelLevel();
+    EXPECT_EQ(reduce_detail::kernelLevel(), reduce_detail::kernelLevelAvailable(level)
+                                                 ? level
+                                                 : reduce_detail::bestKernelLevel())
+        << levelName(level);
   }
 }
 
