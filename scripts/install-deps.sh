@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config python3 python3-matplotlib
       libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev
-      libopenmpi-dev openmpi-bin iproute2 procps)
+      libopenmpi-dev openmpi-bin libgloo-dev libopenblas-dev iproute2 procps)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

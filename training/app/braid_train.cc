@@ -1,0 +1,453 @@
+// braid-train: trains the GPT-style character model through Braid on any DP x TP x PP
+// layout. One process per rank; started by braidrun (torchrun-style environment),
+// mpirun (Open MPI) or srun (Slurm), or alone as a single rank:
+//
+//   braidrun -n 4 -- braid-train --dp 2 --tp 2 --steps 300
+//   mpirun -np 4 braid-train --tp 2 --pp 2 --microbatches 4 --schedule 1f1b
+//
+// Rank 0 prints the progress (a bar on a terminal, plain lines otherwise), writes the
+// CSV / JSON logs and the PNG plot (training/app/plot_loss.py through
+// /usr/bin/python3 with matplotlib; skipped with a message where that is missing).
+// Flags: braid-train --help.
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "training/data/markov.h"
+#include "training/data/text_dataset.h"
+#include "training/dist/launch.h"
+#include "training/parallel/trainer.h"
+
+namespace bt = braid::train;
+
+namespace {
+
+struct Options {
+  // model
+  int64_t width = 64, layers = 2, heads = 4, context = 64;
+  // data
+  std::string data;  // empty: tinyshakespeare when found, else a Markov corpus
+  int64_t batch = 16, steps = 200, evalEvery = 50, evalBatches = 4;
+  // layout
+  int dp = 1, tp = 1, pp = 1, micros = 1;
+  std::string dpMode = "ddp", schedule = "1f1b";
+  // optimizer
+  double lr = 3e-3, weightDecay = 0.1, clip = 1.0;
+  uint64_t seed = 1;
+  // output
+  std::string logCsv, logJson, plot, save, load;
+  int64_t printEvery = 0;  // plain-line progress every N steps (0: ~20 lines per run)
+  int64_t bucketKib = 0;   // DDP / ZeRO-1/2 bucket size (0: 1 MiB first, 25 MiB cap)
+  bool quiet = false;
+};
+
+void usage(FILE* to) {
+  std::fprintf(
+      to,
+      "usage: braid-train [flags]   (one process per rank: braidrun -n N, mpirun, srun)\n"
+      "model:\n"
+      "  --width C           embedding width (default 64)\n"
+      "  --layers L          transformer blocks (default 2)\n"
+      "  --heads H           attention heads, divisible by --tp (default 4)\n"
+      "  --context T         sequence length (default 64)\n"
+      "data:\n"
+      "  --data PATH         text file (default: ../shared/data/tinyshakespeare.txt near the\n"
+      "                      repository when it exists, else a generated Markov corpus)\n"
+      "  --batch B           sequences per global batch, divisible by dp*microbatches (16)\n"
+      "  --steps N           optimizer steps in all (default 200; with --load: up to N)\n"
+      "  --eval-every N      validation every N steps and at the end (default 50; 0: end)\n"
+      "  --eval-batches N    validation batches of B sequences (default 4)\n"
+      "parallel layout (dp*tp*pp = number of ranks):\n"
+      "  --dp N --tp N --pp N\n"
+      "  --dp-mode MODE      ddp | zero1 | zero2 | zero3 (= fsdp) (default ddp)\n"
+      "  --microbatches M    per step and data-parallel replica (default 1)\n"
+      "  --schedule S        gpipe | 1f1b (default 1f1b)\n"
+      "  --bucket-kib N      gradient bucket size for ddp/zero1/zero2 (default: 1 MiB for\n"
+      "                      the first bucket, 25 MiB after; small models want ~64)\n"
+      "optimizer:\n"
+      "  --lr X (3e-3) --weight-decay X (0.1) --clip X (1.0; 0 disables) --seed N (1)\n"
+      "output (rank 0):\n"
+      "  --log-csv FILE --log-json FILE --plot FILE.png\n"
+      "  --save DIR          sharded checkpoint at the end\n"
+      "  --load DIR          resume from a checkpoint (same model, tp and pp; any dp)\n"
+      "  --print-every N     plain progress lines every N steps (no terminal)\n"
+      "  --quiet             only the summary\n");
+}
+
+/// Parses --flag VALUE and --flag=VALUE. Throws std::invalid_argument on errors.
+Options parseArgs(int argc, char** argv) {
+  Options o;
+  std::map<std::string, std::string*> strs = {
+      {"--data", &o.data},        {"--dp-mode", &o.dpMode},   {"--schedule", &o.schedule},
+      {"--log-csv", &o.logCsv},   {"--log-json", &o.logJson}, {"--plot", &o.plot},
+      {"--save", &o.save},        {"--load", &o.load}};
+  std::map<std::string, int64_t*> ints = {
+      {"--width", &o.width},          {"--layers", &o.layers},
+      {"--heads", &o.heads},          {"--context", &o.context},
+      {"--batch", &o.batch},          {"--steps", &o.steps},
+      {"--eval-every", &o.evalEvery}, {"--eval-batches", &o.evalBatches},
+      {"--print-every", &o.printEvery}, {"--bucket-kib", &o.bucketKib}};
+  std::map<std::string, int*> smallInts = {
+      {"--dp", &o.dp}, {"--tp", &o.tp}, {"--pp", &o.pp}, {"--microbatches", &o.micros}};
+  std::map<std::string, double*> reals = {
+      {"--lr", &o.lr}, {"--weight-decay", &o.weightDecay}, {"--clip", &o.clip}};
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i], v;
+    if (a == "-h" || a == "--help") {
+      usage(stdout);
+      std::exit(0);
+    }
+    if (a == "--quiet") {
+      o.quiet = true;
+      continue;
+    }
+    const size_t eq = a.find('=');
+    const bool inlineValue = a.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (inlineValue) {
+      v = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
+    const bool known = strs.count(a) || ints.count(a) || smallInts.count(a) || reals.count(a) ||
+                       a == "--seed";
+    if (!known) throw std::invalid_argument("unknown flag '" + a + "' (see --help)");
+    if (!inlineValue) {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      v = argv[++i];
+    }
+    char* end = nullptr;
+    errno = 0;
+    if (strs.count(a)) {
+      *strs[a] = v;
+      continue;
+    }
+    if (reals.count(a)) {
+      *reals[a] = std::strtod(v.c_str(), &end);
+    } else {
+      const long long x = std::strtoll(v.c_str(), &end, 10);
+      if (a == "--seed") o.seed = uint64_t(x);
+      else if (ints.count(a)) *ints[a] = x;
+      else *smallInts[a] = int(x);
+    }
+    if (errno || !end || *end || v.empty())
+      throw std::invalid_argument(a + ": not a number: '" + v + "'");
+  }
+  return o;
+}
+
+bool fileExists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string dirName(const std::string& p) {
+  const size_t s = p.find_last_of('/');
+  return s == std::string::npos ? "." : s == 0 ? "/" : p.substr(0, s);
+}
+
+/// The directories from here upwards: the executable's folder and the current one.
+std::vector<std::string> searchRoots() {
+  std::vector<std::string> roots;
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  for (std::string start : {n > 0 ? std::string(buf, size_t(n)) + "/x" : std::string(),
+                            std::string(::getcwd(buf, sizeof(buf)) ? buf : ".") + "/x"}) {
+    if (start.empty()) continue;
+    for (std::string d = dirName(start);; d = dirName(d)) {
+      roots.push_back(d);
+      if (d == "/" || d == ".") break;
+    }
+  }
+  return roots;
+}
+
+/// `rel` under the first root that has it ("" if none).
+std::string findUpwards(const std::string& rel) {
+  for (const std::string& r : searchRoots()) {
+    const std::string p = (r == "/" ? "" : r) + "/" + rel;
+    if (fileExists(p)) return p;
+  }
+  return "";
+}
+
+std::string jsonEscape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += c;
+  }
+  return o;
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof(b), f, v);
+  return b;
+}
+
+/// A number for JSON (null for NaN / missing).
+std::string jnum(double v) { return std::isfinite(v) ? fmt("%.9g", v) : "null"; }
+
+struct Row {
+  bt::StepStats s;
+  double val = NAN;
+};
+
+/// Rank 0's view of the run: progress output and logs.
+class Reporter {
+ public:
+  Reporter(const Options& o, bool tty) : o_(o), tty_(tty && !o.quiet) {}
+
+  void step(const Row& r, int64_t total, bool dpComm) {
+    rows_.push_back(r);
+    if (std::isfinite(r.val)) lastVal_ = r.val;
+    if (o_.quiet) return;
+    const std::string hidden = dpComm ? fmt("%.0f%%", 100 * r.s.commHidden) : "-";
+    if (tty_) {
+      const int width = 28;
+      const int filled = int(double(width) * double(r.s.step) / double(std::max<int64_t>(total, 1)));
+      std::string bar(size_t(filled), '#');
+      bar.resize(size_t(width), '.');
+      std::printf("\r[%s] %lld/%lld loss %.4f val %s %s tok/s hidden %s ", bar.c_str(),
+                  (long long)r.s.step, (long long)total, r.s.loss,
+                  std::isfinite(lastVal_) ? fmt("%.4f", lastVal_).c_str() : "-",
+                  human(r.s.tokensPerSec).c_str(), hidden.c_str());
+      if (std::isfinite(r.val) || r.s.step == total) std::printf("\n");
+      std::fflush(stdout);
+    } else {
+      const int64_t every = o_.printEvery > 0 ? o_.printEvery : std::max<int64_t>(1, total / 20);
+      if (std::isfinite(r.val) || r.s.step % every == 0 || r.s.step == total || r.s.step == 1) {
+        std::printf("step %5lld/%lld  loss %.4f  val %s  %s tok/s  comm hidden %s  grad norm %.3f\n",
+                    (long long)r.s.step, (long long)total, r.s.loss,
+                    std::isfinite(r.val) ? fmt("%.4f", r.val).c_str() : "  -   ",
+                    human(r.s.tokensPerSec).c_str(), hidden.c_str(), r.s.gradNorm);
+        std::fflush(stdout);
+      }
+    }
+  }
+
+  void writeCsv(const std::string& path) const {
+    std::ofstream f(path);
+    if (!f) throw std::runtime_error("cannot write " + path);
+    f << "step,loss,val_loss,tokens_per_s,comm_hidden,comm_s,bubble,bubble_theory,grad_norm,step_s\n";
+    for (const Row& r : rows_) {
+      f << r.s.step << ',' << fmt("%.6f", r.s.loss) << ','
+        << (std::isfinite(r.val) ? fmt("%.6f", r.val) : "") << ','
+        << fmt("%.1f", r.s.tokensPerSec) << ',' << fmt("%.4f", r.s.commHidden) << ','
+        << fmt("%.6f", r.s.commSeconds) << ',' << fmt("%.4f", r.s.bubble) << ','
+        << fmt("%.4f", r.s.bubbleTheory) << ',' << fmt("%.4f", r.s.gradNorm) << ','
+        << fmt("%.5f", r.s.seconds) << '\n';
+    }
+  }
+
+  void writeJson(const std::string& path, const std::string& header) const {
+    std::ofstream f(path);
+    if (!f) throw std::runtime_error("cannot write " + path);
+    f << "{\n" << header << "  \"steps\": [\n";
+    for (size_t i = 0; i < rows_.size(); ++i) {
+      const Row& r = rows_[i];
+      f << "    {\"step\": " << r.s.step << ", \"loss\": " << jnum(r.s.loss)
+        << ", \"val_loss\": " << jnum(r.val) << ", \"tokens_per_s\": " << jnum(r.s.tokensPerSec)
+        << ", \"comm_hidden\": " << jnum(r.s.commHidden) << ", \"bubble\": " << jnum(r.s.bubble)
+        << ", \"grad_norm\": " << jnum(r.s.gradNorm) << ", \"step_s\": " << jnum(r.s.seconds)
+        << "}" << (i + 1 < rows_.size() ? "," : "") << "\n";
+    }
+    f << "  ]\n}\n";
+  }
+
+  const std::vector<Row>& rows() const { return rows_; }
+  static std::string human(double v) {
+    return v >= 1e6 ? fmt("%.2fM", v / 1e6) : v >= 1e3 ? fmt("%.1fk", v / 1e3) : fmt("%.0f", v);
+  }
+
+ private:
+  const Options& o_;
+  bool tty_;
+  double lastVal_ = NAN;
+  std::vector<Row> rows_;
+};
+
+/// Runs /usr/bin/python3 plot_loss.py CSV PNG BASELINE; returns a message for the user.
+std::string plot(const std::string& csv, const std::string& png, double baseline) {
+  const std::string python = "/usr/bin/python3";
+  if (::access(python.c_str(), X_OK) != 0) return "plot skipped: " + python + " not found";
+  const std::string script = findUpwards("training/app/plot_loss.py");
+  if (script.empty()) return "plot skipped: training/app/plot_loss.py not found near the program";
+  const pid_t pid = ::fork();
+  if (pid < 0) return "plot skipped: fork failed";
+  if (pid == 0) {
+    const std::string base = fmt("%.6f", baseline);
+    ::execl(python.c_str(), python.c_str(), script.c_str(), csv.c_str(), png.c_str(),
+            base.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "plot written to " + png;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+    return "plot skipped: matplotlib is not installed for " + python;
+  return "plot failed (plot_loss.py exit status " + std::to_string(WEXITSTATUS(status)) + ")";
+}
+
+int run(int argc, char** argv) {
+  const Options o = parseArgs(argc, argv);
+  bt::LaunchInfo launch;
+  std::unique_ptr<bt::ProcessGroup> world = bt::initWorldFromEnvironment(&launch);
+  const bool root = world->rank() == 0;
+  const bool tty = ::isatty(STDOUT_FILENO) == 1;
+
+  // ---- data ----
+  std::string dataPath = o.data, corpusNote;
+  double floor = NAN;
+  std::unique_ptr<bt::TextDataset> data;
+  if (dataPath.empty()) dataPath = findUpwards("../shared/data/tinyshakespeare.txt");
+  if (dataPath.empty()) dataPath = findUpwards("shared/data/tinyshakespeare.txt");
+  if (!dataPath.empty()) {
+    data = std::make_unique<bt::TextDataset>(bt::TextDataset::fromFile(dataPath));
+    corpusNote = dataPath;
+  } else {
+    const bt::MarkovSource src = bt::MarkovSource::random(o.seed, 24, 2, 2.0);
+    data = std::make_unique<bt::TextDataset>(bt::TextDataset::fromText(src.generate(o.seed, 400000)));
+    floor = src.entropyRate();
+    corpusNote = "generated order-2 Markov corpus (24 symbols, entropy rate " +
+                 fmt("%.4f", floor) + " nats/char)";
+  }
+  const auto& train = data->tokens(bt::Split::kTrain);
+  const double unigram = bt::unigramEntropy(train.data(), int64_t(train.size()), data->vocabSize());
+
+  // ---- trainer ----
+  bt::TrainerConfig c;
+  c.model.width = o.width;
+  c.model.layers = o.layers;
+  c.model.heads = o.heads;
+  c.model.context = o.context;
+  // Padded to a multiple of 8 (and of tp): every TP size up to 8 trains the same model.
+  c.model.vocab = bt::paddedVocab(bt::paddedVocab(data->vocabSize(), 8), o.tp);
+  c.mesh = bt::MeshShape{o.dp, o.tp, o.pp};
+  if (!bt::parseDpMode(o.dpMode, &c.dpMode))
+    throw std::invalid_argument("--dp-mode: ddp, zero1, zero2, zero3 or fsdp, not '" + o.dpMode + "'");
+  if (!bt::parseSchedule(o.schedule, &c.schedule))
+    throw std::invalid_argument("--schedule: gpipe or 1f1b, not '" + o.schedule + "'");
+  c.micros = o.micros;
+  c.batch = o.batch;
+  c.seed = o.seed;
+  c.adamw.lr = o.lr;
+  c.adamw.weightDecay = o.weightDecay;
+  c.adamw.clipNorm = o.clip;
+  c.evalBatches = int(o.evalBatches);
+  if (o.bucketKib > 0) c.firstBucketElems = c.bucketCapElems = o.bucketKib * 1024 / 4;
+  if (c.mesh.size() != world->size())
+    throw std::invalid_argument("the layout " + c.mesh.describe() + " needs " +
+                                std::to_string(c.mesh.size()) + " ranks; this job has " +
+                                std::to_string(world->size()) + " (" + launch.launcher + ")");
+  bt::Trainer<float> trainer(c, *world, *data);
+  if (!o.load.empty()) trainer.load(o.load);
+
+  if (root) {
+    std::printf("braid-train: %d rank%s via %s; %s\n", world->size(), world->size() > 1 ? "s" : "",
+                launch.launcher.c_str(), c.describe().c_str());
+    std::printf("data: %s; vocab %lld (model %lld), train %zu / val %zu tokens\n",
+                corpusNote.c_str(), (long long)data->vocabSize(), (long long)c.model.vocab,
+                train.size(), data->tokens(bt::Split::kValidation).size());
+    const bt::StateBytes sb = trainer.stateBytes();
+    std::printf("model: %lld parameters; rank 0 holds %.2f MiB of state (params %.2f, grads %.2f, "
+                "optimizer %.2f, buffers %.2f)\n",
+                (long long)trainer.modelParams(), sb.total() / 1048576.0, sb.params / 1048576.0,
+                sb.grads / 1048576.0, sb.optimizer / 1048576.0, sb.buffers / 1048576.0);
+    std::printf("unigram baseline: %.4f nats%s\n", unigram,
+                std::isfinite(floor) ? (", entropy-rate floor: " + fmt("%.4f", floor) + " nats").c_str() : "");
+    if (trainer.stepsDone() > 0)
+      std::printf("resumed from %s at step %lld\n", o.load.c_str(), (long long)trainer.stepsDone());
+    std::fflush(stdout);
+  }
+
+  Reporter rep(o, tty);
+  double tokensTotal = 0, secondsTotal = 0, hiddenSum = 0, bubbleSum = 0;
+  int measured = 0;
+  double lastVal = NAN;
+  while (trainer.stepsDone() < o.steps) {
+    Row r;
+    r.s = trainer.step();
+    const bool evalNow = r.s.step == o.steps || (o.evalEvery > 0 && r.s.step % o.evalEvery == 0);
+    if (evalNow) lastVal = r.val = trainer.evaluate();
+    if (r.s.step > 1 || o.steps == 1) {  // the first step warms up connections
+      tokensTotal += double(c.batch * trainer.seqLen());
+      secondsTotal += r.s.seconds;
+      hiddenSum += r.s.commHidden;
+      bubbleSum += r.s.bubble;
+      ++measured;
+    }
+    if (root) rep.step(r, o.steps, o.dp > 1);
+  }
+  if (!std::isfinite(lastVal)) lastVal = trainer.evaluate();
+  if (!o.save.empty()) trainer.save(o.save);
+
+  if (root) {
+    const double tps = secondsTotal > 0 ? tokensTotal / secondsTotal : 0;
+    const double hidden = measured ? hiddenSum / measured : 0;
+    const double bubble = measured ? bubbleSum / measured : 0;
+    std::printf("unigram baseline: %.4f nats; final validation loss: %.4f nats (%s)\n", unigram,
+                lastVal, lastVal < unigram ? "below the baseline" : "NOT below the baseline");
+    std::printf("throughput: %s tokens/s", Reporter::human(tps).c_str());
+    if (o.dp > 1) std::printf("; DP communication hidden behind backward: %.0f%%", 100 * hidden);
+    if (o.pp > 1)
+      std::printf("; pipeline bubble measured %.1f%% (theory %.1f%%)", 100 * bubble,
+                  100 * bt::theoreticalBubble(o.pp, o.micros));
+    std::printf("\n");
+    if (!o.save.empty()) std::printf("checkpoint saved to %s\n", o.save.c_str());
+    std::string csv = o.logCsv;
+    if (!o.plot.empty() && csv.empty()) csv = o.plot + ".csv";
+    if (!csv.empty()) rep.writeCsv(csv);
+    if (!o.logJson.empty()) {
+      std::ostringstream h;
+      h << "  \"config\": {\"model\": \"" << jsonEscape(c.model.describe()) << "\", \"dp\": " << o.dp
+        << ", \"tp\": " << o.tp << ", \"pp\": " << o.pp << ", \"dp_mode\": \"" << bt::dpModeName(c.dpMode)
+        << "\", \"schedule\": \"" << bt::scheduleName(c.schedule) << "\", \"microbatches\": " << o.micros
+        << ", \"batch\": " << o.batch << ", \"context\": " << o.context << ", \"lr\": " << jnum(o.lr)
+        << ", \"seed\": " << o.seed << ", \"ranks\": " << world->size() << ", \"launcher\": \""
+        << launch.launcher << "\"},\n"
+        << "  \"data\": \"" << jsonEscape(corpusNote) << "\",\n"
+        << "  \"parameters\": " << trainer.modelParams() << ",\n"
+        << "  \"unigram_baseline\": " << jnum(unigram) << ",\n"
+        << "  \"entropy_floor\": " << jnum(floor) << ",\n"
+        << "  \"final_val_loss\": " << jnum(lastVal) << ",\n"
+        << "  \"tokens_per_s\": " << jnum(tps) << ",\n"
+        << "  \"comm_hidden\": " << jnum(o.dp > 1 ? hidden : NAN) << ",\n"
+        << "  \"bubble\": " << jnum(o.pp > 1 ? bubble : NAN) << ",\n"
+        << "  \"bubble_theory\": " << jnum(bt::theoreticalBubble(o.pp, o.micros)) << ",\n";
+      rep.writeJson(o.logJson, h.str());
+    }
+    if (!o.plot.empty()) std::printf("%s\n", plot(csv, o.plot, unigram).c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "braid-train: error: %s\n", e.what());
+    return 1;
+  }
+}
