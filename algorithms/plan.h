@@ -10,6 +10,8 @@
 //  * Two programs of one plan never use the same (peer, channel, direction).
 //  * Every byte a step sends is consumed, in order, by exactly one step of the peer's
 //    plan on the same channel (streams are byte streams, slicing need not match).
+//  * The dst of a Recv or RecvCopySend step holds final data: no later step of the
+//    plan writes it (the executor may forward it from there as a zero-copy entry).
 //  * A step moving data around a cycle of ranks moves at most PlanParams::chunkBytes,
 //    which the executor guarantees is at most half a connection's FIFO capacity, so
 //    ring algorithms cannot deadlock. The simulator checks this for every builder.

@@ -72,9 +72,10 @@ const IntParam kBootstrapTimeoutMs("BRAID_BOOTSTRAP_TIMEOUT_MS", 120000,
     "Time limit for bootstrap and connection setup steps.");
 const IntParam kPeerCheckMs("BRAID_PEER_CHECK_MS", 200,
     "After this long without progress, check whether the peers waited on are alive.");
-const IntParam kSpinCount("BRAID_SPIN", 2000,
-    "Busy polls before a waiting rank starts yielding the CPU. Unset: this default when "
-    "the host's ranks fit on its CPUs, 0 (yield at once) when they outnumber them.");
+const IntParam kSpinUs("BRAID_SPIN_US", 1000,
+    "Microseconds a waiting rank busy-polls before it starts yielding the CPU (then it "
+    "yields, then naps). Unset: this default when the host's ranks fit on its CPUs, 0 "
+    "(yield at once) when they outnumber them.");
 
 const StringParam kSimd("BRAID_SIMD", "auto",
     "Instruction set of the host reduction kernels: auto (the best this CPU has), avx512, "

@@ -85,7 +85,7 @@ extern const IntParam kStreamOutputBytes;  // BRAID_STREAM_OUTPUT_BYTES
 extern const IntParam kTimeoutMs;        // BRAID_TIMEOUT_MS
 extern const IntParam kBootstrapTimeoutMs;  // BRAID_BOOTSTRAP_TIMEOUT_MS
 extern const IntParam kPeerCheckMs;      // BRAID_PEER_CHECK_MS
-extern const IntParam kSpinCount;        // BRAID_SPIN
+extern const IntParam kSpinUs;           // BRAID_SPIN_US
 // Reduction kernels
 extern const StringParam kSimd;          // BRAID_SIMD
 }  // namespace param

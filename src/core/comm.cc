@@ -135,8 +135,14 @@ ncclResult_t Comm::checkPeer(int peer, std::string* why) {
 void Comm::closeConnections(uint32_t why) {
   // Senders fence: a peer may be copying from a zero-copy entry pointing into a user
   // buffer that the failing op is about to hand back.
-  for (auto& kv : sends)
-    if (kv.second.fifo.valid()) kv.second.fifo.closeAndFence(why);
+  for (auto& kv : sends) {
+    SendSide& side = kv.second;
+    if (!side.fifo.valid()) continue;
+    side.fifo.closeAndFence(why, [&side] {
+      std::string ignored;
+      return side.res && side.res->checkPeer(&ignored) != ncclSuccess;
+    });
+  }
   for (auto& kv : recvs)
     if (kv.second.fifo.valid()) kv.second.fifo.close(why);
 }

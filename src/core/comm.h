@@ -30,7 +30,7 @@ struct CommSettings {
   int timeoutMs = 300000;
   int bootstrapTimeoutMs = 120000;
   int peerCheckMs = 200;
-  int spinCount = 2000;
+  int spinUs = 1000;  ///< busy-poll time before yielding (BRAID_SPIN_US)
   uint64_t smallMsgBytes = 32768;  ///< direct algorithms up to this size (rank 0's value)
   uint64_t cmaMinBytes = 65536;    ///< single-copy (process_vm_readv) pieces from this size
   bool streamStores = true;        ///< non-temporal stores into peers' FIFO slots

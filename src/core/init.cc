@@ -76,7 +76,7 @@ CommSettings readSettings(const ncclConfig_t& cfg) {
   s.timeoutMs = int(param::kTimeoutMs.get());
   s.bootstrapTimeoutMs = int(param::kBootstrapTimeoutMs.get());
   s.peerCheckMs = int(std::max<int64_t>(1, param::kPeerCheckMs.get()));
-  s.spinCount = int(std::max<int64_t>(0, param::kSpinCount.get()));
+  s.spinUs = int(std::max<int64_t>(0, param::kSpinUs.get()));
   s.smallMsgBytes = uint64_t(std::max<int64_t>(0, param::kSmallMsgBytes.get()));
   s.cmaMinBytes = uint64_t(std::max<int64_t>(1, param::kCmaMinBytes.get()));
   s.streamStores = param::kStreamStores.get();
@@ -180,12 +180,12 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   comm->settings.smallMsgBytes = all[0].smallMsgBytes;
   // Waiting ranks spin only while every rank of this host can have a core; with more
   // ranks than cores a spinning rank steals the core its peer needs, so yield at once.
-  if (param::kSpinCount.raw() == nullptr) {
+  if (param::kSpinUs.raw() == nullptr) {
     int local = 0;
     for (const PeerInfo& p : comm->peers) local += p.hostHash == me.info.hostHash;
     cpu_set_t set;
     int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-    if (local > cpus) comm->settings.spinCount = 0;
+    if (local > cpus) comm->settings.spinUs = 0;
   }
   BRAID_INFO(kLogInit, "comm %p rank %d nranks %d pid %d host %s ready (fifo %u x %llu B, %d "
              "channel(s))", static_cast<void*>(comm), rank, nranks, me.info.pid,

@@ -42,6 +42,9 @@ bool listAllows(const std::string& list, const std::string& name, const std::str
 
 /// The size the small-message threshold compares: the larger of the op's send and
 /// receive buffers, in bytes (nccl-tests' "size").
+/// Largest communicator the tuner gives a one-shot algorithm (NCCL_ALGO still can).
+constexpr int kDirectMaxRanks = 8;
+
 uint64_t messageBytes(const PlanArgs& a) {
   const uint64_t b = a.count * a.typeSize, n = uint64_t(a.nranks);
   switch (a.coll) {
@@ -101,25 +104,27 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& args, std::shared_ptr<const Pl
   }
 
   const std::string spec = param::kAlgo.get();
-  const bool small = messageBytes(args) <= comm->settings.smallMsgBytes;
+  // One shot costs a connection per peer and n-1 copies per op: small groups only.
+  const bool small = messageBytes(args) <= comm->settings.smallMsgBytes &&
+                     args.nranks <= kDirectMaxRanks;
   // Pass 0: a small message takes a small-message algorithm NCCL_ALGO allows. Pass 1:
   // the others NCCL_ALGO allows, in registry order (small-message ones too, at any
-  // size, when NCCL_ALGO names them). Pass 2: NCCL_ALGO allowed nothing: anything.
-  for (int pass = 0; pass < 3; ++pass) {
+  // size, when NCCL_ALGO names them). Passes 2 and 3: NCCL_ALGO allowed nothing (e.g.
+  // "Tree"): the same choice without it.
+  for (int pass = 0; pass < 4; ++pass) {
+    const bool any = pass >= 2, smallPass = pass % 2 == 0;
     for (const Algorithm& a : allAlgorithms()) {
       if (a.coll != args.coll) continue;
-      const bool allowed = pass == 2 || algoAllowed(spec, args.coll, a.name, a.ncclName);
-      if (!allowed) continue;
-      if (pass == 0 && !(small && a.small)) continue;
-      if (pass == 1 && a.small && spec.empty()) continue;
-      if (pass == 2 && a.small && !small) continue;
+      if (!any && !algoAllowed(spec, args.coll, a.name, a.ncclName)) continue;
+      if (smallPass && !(small && a.small)) continue;
+      if (!smallPass && a.small && (any || spec.empty())) continue;
       auto plan = std::make_shared<Plan>();
       if (!a.build(args, params, plan.get())) continue;
       plan->algorithm = a.name;
       for (const Program& prog : plan->programs)
         for (const Step& st : prog.steps)
           if (st.dst.buf != Buf::kNone) plan->outputElems += st.dst.count;
-      if (pass == 2)
+      if (any)
         BRAID_WARN("NCCL_ALGO='%s' allows no algorithm for %s; using %s", spec.c_str(),
                    collName(args.coll), a.name);
       BRAID_INFO(kLogTuning, "%s count %llu: algorithm %s, %zu steps, chunk %llu B",

@@ -29,6 +29,11 @@ inline void cpuRelax() {
 #endif
 }
 
+int64_t nowUs() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
 int64_t nowMs() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
@@ -322,8 +327,8 @@ void checkStalled(Scratch& sc, CommWork& w, bool timedOut, int64_t stalledMs) {
 ncclResult_t runAll(Scratch& sc) {
   std::vector<CommWork>& works = sc.works;
   const CommSettings& s = works.front().comm->settings;
-  int64_t stallStart = 0, lastCheck = 0;
-  uint64_t idle = 0, loops = 0;
+  int64_t stallStart = 0, lastCheck = 0, spinStartUs = 0;
+  uint64_t idle = 0, loops = 0, yields = 0;
   for (;;) {
     bool allDone = true, moved = false;
     for (CommWork& w : works) {
@@ -347,11 +352,19 @@ ncclResult_t runAll(Scratch& sc) {
       stallStart = 0;
       continue;
     }
-    if (++idle < uint64_t(s.spinCount)) {
-      cpuRelax();
-      continue;
+    // Spin (time-based: a waiting peer is usually microseconds away), then yield,
+    // then nap.
+    if (++idle == 1) {
+      spinStartUs = nowUs();
+      yields = 0;
     }
-    if (idle < uint64_t(s.spinCount) + 1000) sched_yield();
+    if (s.spinUs > 0 && yields == 0) {
+      if ((idle & 255) != 0 || nowUs() - spinStartUs < s.spinUs) {
+        cpuRelax();
+        continue;
+      }
+    }
+    if (++yields < 1000) sched_yield();
     else {
       struct timespec ts = {0, 20000};  // long stalls: 20 us naps
       nanosleep(&ts, nullptr);

@@ -43,8 +43,13 @@ constexpr uint64_t kRecvBounce = 256 << 10;
 /// Where a reduction destined for a peer's slot is computed before it is streamed
 /// there: small enough to stay in L1.
 constexpr uint64_t kStageBytes = 16 << 10;
+struct AlignedFree {
+  void operator()(char* p) const { ::operator delete[](p, std::align_val_t(64)); }
+};
+using AlignedBuf = std::unique_ptr<char[], AlignedFree>;
+
 char* stageBuffer() {
-  thread_local std::unique_ptr<char[]> buf;
+  thread_local AlignedBuf buf;
   if (!buf) buf.reset(new (std::align_val_t(64)) char[kStageBytes]);
   return buf.get();
 }
@@ -54,7 +59,7 @@ char* stageBuffer() {
 /// every output slot of a step but its last must be full, or a ring step of half a
 /// FIFO could need more than half the slots (and deadlock).
 char* bounceBuffer(uint64_t bytes) {
-  thread_local std::unique_ptr<char[]> buf;
+  thread_local AlignedBuf buf;
   thread_local uint64_t size = 0;
   if (size < bytes) {
     buf.reset(new (std::align_val_t(64)) char[bytes]);
@@ -114,7 +119,8 @@ bool PlanRun::progress() {
   }
   if (!allDone) return moved;
   // Zero-copy entries point into our send buffer: done only once all were consumed.
-  for (FifoSender* s : directUsed_) {
+  for (const auto& d : directUsed_) {
+    FifoSender* s = d.first;
     if (!s->drained()) {
       if (uint32_t why = s->closed()) fail(std::string("connection closed: ") + closeReason(why));
       return moved;
@@ -178,7 +184,7 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         if (direct) {
           out->commitDirect(src + ps.done, total - ps.done);
           ps.done = total;
-          noteDirect(out);
+          noteDirect(out, s.sendPeer);
           break;
         }
         uint64_t n = std::min<uint64_t>(total - ps.done, out->slotBytes());
@@ -229,7 +235,7 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
           if (!pull(in, s.recvPeer, to, p, n)) return true;
           if (forwardDirect) {
             out->commitDirect(to, n);
-            noteDirect(out);
+            noteDirect(out, s.sendPeer);
           } else {
             emit(nullptr, slot, to, nullptr, n, 0, false, stream);
             out->commit(n);
@@ -321,9 +327,10 @@ void PlanRun::emit(char* dst, char* slot, const char* in, const char* local, uin
   streamFence();
 }
 
-void PlanRun::noteDirect(FifoSender* out) {
-  if (std::find(directUsed_.begin(), directUsed_.end(), out) == directUsed_.end())
-    directUsed_.push_back(out);
+void PlanRun::noteDirect(FifoSender* out, int peer) {
+  for (const auto& d : directUsed_)
+    if (d.first == out) return;
+  directUsed_.emplace_back(out, peer);
 }
 
 bool PlanRun::pull(FifoReceiver* in, int peer, char* dst, const char* remote, uint64_t n) {
@@ -357,8 +364,8 @@ int PlanRun::waitingOn() const {
     }
     if (needsSend(s.kind)) return s.sendPeer;
   }
-  for (FifoSender* s : directUsed_)
-    if (!s->drained()) return -1;
+  for (const auto& d : directUsed_)
+    if (!d.first->drained()) return d.second;  // its reader has not read our data yet
   return -1;
 }
 

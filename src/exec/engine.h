@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/plan.h"
@@ -22,9 +23,6 @@ class ConnTable {
   /// nullptr if there is no such connection (a plan bug: reported as internal error).
   virtual FifoSender* sender(int peer, int channel) = 0;
   virtual FifoReceiver* receiver(int peer, int channel) = 0;
-  /// The smallest piece worth sending to (peer, channel) as a direct (zero-copy) entry:
-  /// 0 where the receiver shares our address space, a threshold where it pulls across
-  /// processes (process_vm_readv), UINT64_MAX where direct entries are impossible.
   /// Whether data for (peer, channel) is written into FIFO slots with non-temporal
   /// stores (the reader is another core: see src/exec/stream_copy.h).
   virtual bool streamTo(int peer, int channel) {
@@ -35,6 +33,9 @@ class ConnTable {
   /// Plans writing at least this many bytes of results store them with non-temporal
   /// stores (they cannot stay in cache anyway); UINT64_MAX: never.
   virtual uint64_t streamOutputMinBytes() { return UINT64_MAX; }
+  /// The smallest piece worth sending to (peer, channel) as a direct (zero-copy) entry:
+  /// 0 where the receiver shares our address space, a threshold where it pulls across
+  /// processes (process_vm_readv), UINT64_MAX where direct entries are impossible.
   virtual uint64_t directMinBytes(int peer, int channel) {
     (void)peer;
     (void)channel;
@@ -87,7 +88,7 @@ class PlanRun {
   void emit(char* dst, char* slot, const char* in, const char* local, uint64_t n,
             uint8_t flags, bool reduce, bool streamSlot);
   /// A sender whose direct entries we must see drained before we are done.
-  void noteDirect(FifoSender* out);
+  void noteDirect(FifoSender* out, int peer);
   /// Pulls n bytes of a remote (other-process) direct entry at `remote` into dst;
   /// false (and the run failed) if the read failed.
   bool pull(FifoReceiver* in, int peer, char* dst, const char* remote, uint64_t n);
@@ -103,7 +104,8 @@ class PlanRun {
   bool allowDirect_ = false;
   bool streamOut_ = false;  ///< results go to dst with non-temporal stores
   std::vector<ProgramState> programs_;
-  std::vector<FifoSender*> directUsed_;  ///< senders with direct entries to drain
+  /// Senders with direct entries to drain, and the peer each one goes to.
+  std::vector<std::pair<FifoSender*, int>> directUsed_;
   RunState state_ = RunState::kRunning;
   std::string error_;
 };

@@ -114,9 +114,18 @@ class FifoSender {
   /// Closes the FIFO and waits until no receiver is still copying from one of our
   /// direct entries: afterwards our buffers are not read any more, so a failed op
   /// may return them to the user. (Receivers refuse direct entries once closed.)
-  void closeAndFence(uint32_t why) {
+  /// readerGone() is asked now and then: a reader in another process that died while
+  /// pinned never unpins, and cannot touch our memory any more either.
+  template <class ReaderGone>
+  void closeAndFence(uint32_t why, ReaderGone readerGone) {
     h_->closed.store(why, std::memory_order_seq_cst);
-    while (h_->directReaders.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+    for (uint32_t i = 1; h_->directReaders.load(std::memory_order_seq_cst) != 0; ++i) {
+      if (i % 1024 == 0 && readerGone()) return;
+      std::this_thread::yield();
+    }
+  }
+  void closeAndFence(uint32_t why) {
+    closeAndFence(why, [] { return false; });
   }
 
  private:

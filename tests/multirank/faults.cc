@@ -54,7 +54,13 @@ constexpr int kKillAt = 3;
 class KilledRank : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(KilledRank, SurvivorsFailFastNamingARank) {
-  ScopedEnv env({{"BRAID_TRANSPORT", GetParam()},
+  // "shm_cma": single-copy reads, so the victim may die while it is reading (pinning)
+  // a survivor's buffer; the survivor must not wait for an unpin that never comes.
+  const std::string mode = GetParam();
+  const bool cma = mode == "shm_cma";
+  ScopedEnv env({{"BRAID_TRANSPORT", cma ? "shm" : mode},
+                 {"BRAID_SHM_CMA", cma ? "1" : "0"},
+                 {"BRAID_CMA_MIN_BYTES", "4096"},
                  {"BRAID_TIMEOUT_MS", "20000"},
                  {"BRAID_PEER_CHECK_MS", "100"}});
   RunOptions opts;
@@ -105,7 +111,7 @@ TEST_P(KilledRank, SurvivorsFailFastNamingARank) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, KilledRank, ::testing::Values("shm", "socket"),
+INSTANTIATE_TEST_SUITE_P(Transports, KilledRank, ::testing::Values("shm", "shm_cma", "socket"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });

@@ -306,7 +306,8 @@ class ShmTransport : public Transport {
     t->attached.store(1, std::memory_order_release);
     out->fifo.attach(base);
     out->allowDirect = false;
-    out->remoteDirect = &t->cma;
+    // Single-copy entries only where this side allows them too (the receiver tests).
+    out->remoteDirect = param::kShmCma.get() ? &t->cma : nullptr;
     out->res = std::move(res);
     BRAID_INFO(kLogShm, "shm: rank %d -> rank %d channel %d: mapped %s",
                ctx.self ? ctx.self->rank : -1, peer, ctx.channel, d.name);
