@@ -1,12 +1,14 @@
 // membw: a STREAM-like copy probe, the memory-bandwidth reference the perf numbers are
 // quoted against. Copies a buffer of -s bytes (default 256 MiB) with memcpy, split over
 // T threads (1 and 2 by default), and reports GB/s counting bytes read + written, the
-// median of -n repetitions.   usage: membw [-s bytes] [-n reps] [-t threads...]
+// median of -n repetitions; -J writes them as JSON too (scripts/run-compare.sh reads it).
+//   usage: membw [-s bytes] [-n reps] [-t threads...] [-J file.json]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -30,25 +32,63 @@ int main(int argc, char** argv) {
   size_t bytes = size_t(256) << 20;
   int reps = 9;
   std::vector<int> threadCounts;
+  std::string json;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "-s") && i + 1 < argc) bytes = strtoull(argv[++i], nullptr, 0);
-    else if (!strcmp(argv[i], "-n") && i + 1 < argc) reps = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "-t")) {
+    if (!strcmp(argv[i], "-s") && i + 1 < argc) {
+      char* end = nullptr;
+      bytes = strtoull(argv[++i], &end, 0);
+      if (*end == 'K' || *end == 'k') bytes <<= 10;  // K/M/G suffixes as the perf programs
+      if (*end == 'M' || *end == 'm') bytes <<= 20;
+      if (*end == 'G' || *end == 'g') bytes <<= 30;
+    } else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+      reps = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "-t")) {
       while (i + 1 < argc && argv[i + 1][0] != '-') threadCounts.push_back(atoi(argv[++i]));
+    } else if (!strcmp(argv[i], "-J") && i + 1 < argc) {
+      json = argv[++i];
     } else {
-      fprintf(stderr, "usage: %s [-s bytes] [-n reps] [-t threads...]\n", argv[0]);
+      fprintf(stderr, "usage: %s [-s bytes] [-n reps] [-t threads...] [-J file.json]\n", argv[0]);
       return 2;
     }
   }
   if (threadCounts.empty()) threadCounts = {1, 2};
+  if (reps < 1 || bytes == 0) {
+    fprintf(stderr, "%s: -n and -s must be positive\n", argv[0]);
+    return 2;
+  }
+  for (int t : threadCounts) {
+    if (t < 1 || t > 1024) {
+      fprintf(stderr, "%s: bad thread count %d\n", argv[0], t);
+      return 2;
+    }
+  }
+  std::string rows;
   std::vector<char> src(bytes, 1), dst(bytes, 0);  // touched: no page faults timed
-  printf("# membw: memcpy of %zu bytes, GB/s = (read + written) / time, median of %d\n",
-         bytes, reps);
+  printf("# membw: memcpy of %zu bytes, GB/s = (read + written) / time, median of %d\n", bytes,
+         reps);
   for (int t : threadCounts) {
     std::vector<double> gbps;
-    for (int r = 0; r < reps; ++r) gbps.push_back(2.0 * double(bytes) / copyOnce(dst.data(), src.data(), bytes, t) / 1e9);
+    for (int r = 0; r < reps; ++r)
+      gbps.push_back(2.0 * double(bytes) / copyOnce(dst.data(), src.data(), bytes, t) / 1e9);
     std::sort(gbps.begin(), gbps.end());
     printf("threads %d  copy %.2f GB/s\n", t, gbps[gbps.size() / 2]);
+    char row[160];
+    snprintf(row, sizeof(row),
+             "%s\n    {\"threads\": %d, \"copy_gbps\": %.6g, \"min_gbps\": %.6g, "
+             "\"max_gbps\": %.6g}",
+             rows.empty() ? "" : ",", t, gbps[gbps.size() / 2], gbps.front(), gbps.back());
+    rows += row;
   }
-  return 0;
+  if (json.empty()) return 0;
+  FILE* f = fopen(json.c_str(), "w");
+  if (f == nullptr) {
+    fprintf(stderr, "%s: cannot write '%s'\n", argv[0], json.c_str());
+    return 1;
+  }
+  fprintf(f,
+          "{\n  \"tool\": \"membw\",\n  \"bytes\": %zu,\n  \"reps\": %d,\n"
+          "  \"metric\": \"memcpy GB/s, bytes read + written, median of reps\",\n"
+          "  \"results\": [%s\n  ]\n}\n",
+          bytes, reps, rows.c_str());
+  return fclose(f) == 0 ? 0 : 1;
 }
