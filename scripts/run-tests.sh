@@ -22,11 +22,16 @@ suite() {  # suite <build dir> <ctest args...>: runs ctest there, adds to the to
   rm -f "$log"
 }
 
-build() {  # build <dir> <target|all> <cmake args...>
-  local dir=$1 target=$2; shift 2
+build() {  # build <dir> <"target ..."|all> <cmake args...>
+  local dir=$1 targets=$2; shift 2
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-  cmake --build "$dir" -j "$jobs" --target "$target"
+  # shellcheck disable=SC2086  # a list of targets
+  cmake --build "$dir" -j "$jobs" --target $targets
 }
+# The multi-rank suites run again under the sanitizers: the library's, and the training
+# layer's (ranks as threads and processes, with host streams).
+sanitized="braid_multirank_test braid_training_core_test braid_training_dist_test
+  braid_training_launch_probe braid_training_parallel_test braid-train braidrun"
 
 echo "== build (RelWithDebInfo) =="
 build build all
@@ -34,14 +39,14 @@ echo "== tests =="
 suite build -j 2 --timeout 600
 
 if [ "${BRAID_SKIP_SANITIZERS:-0}" != 1 ]; then
-  echo "== ASan+UBSan: multi-rank tests =="
-  build build-asan braid_multirank_test -DBRAID_SANITIZE=address -DBRAID_BUILD_PERF=OFF
-  ASAN_OPTIONS=detect_leaks=1 suite build-asan -j 2 --timeout 900 -L multirank
-  echo "== TSan: multi-rank tests (ranks as threads) =="
-  build build-tsan braid_multirank_test -DBRAID_SANITIZE=thread -DBRAID_BUILD_PERF=OFF
+  echo "== ASan+UBSan: multi-rank and training tests =="
+  build build-asan "$sanitized" -DBRAID_SANITIZE=address -DBRAID_BUILD_PERF=OFF
+  ASAN_OPTIONS=detect_leaks=1 suite build-asan -j 2 --timeout 900 -L "multirank|training"
+  echo "== TSan: multi-rank tests (ranks as threads) and training tests =="
+  build build-tsan "$sanitized" -DBRAID_SANITIZE=thread -DBRAID_BUILD_PERF=OFF
   # Forked-process cases are left to ASan: TSan does not follow fork() of a threaded parent.
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-    suite build-tsan -j 2 --timeout 900 -L multirank -E "Processes|Procs|KilledRank"
+    suite build-tsan -j 2 --timeout 900 -L "multirank|training" -E "Processes|Procs|KilledRank"
 fi
 echo "== all tests passed =="
 echo "tests: ${passed} passed, 0 failed, ${skipped} skipped"

@@ -18,7 +18,7 @@ endif()
 # a checkpoint resumed with another DP size, Open MPI's mpirun (skipped without it), a
 # Slurm task environment, and clean failures. Each run takes about a second.
 if(TARGET braid-train AND TARGET braidrun)
-  foreach(mode braidrun braidrun-tp-pp resume mpirun slurm-env bad-layout)
+  foreach(mode braidrun braidrun-tp-pp resume mpirun slurm-env bad-layout zero3-memory)
     add_test(NAME training_parallel.braid_train.${mode}
              COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/training_parallel/braid_train_smoke.sh
                      ${mode} $<TARGET_FILE:braid-train> $<TARGET_FILE:braidrun>)

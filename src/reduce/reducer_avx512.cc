@@ -18,6 +18,7 @@
 // GCC 12 warns about the deliberately undefined pass-through operand inside
 // immintrin.h's AVX-512 intrinsics (_mm512_undefined_*) once they are inlined.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c,prefer-vector-width=512")
 // AVX-512F brings FMA instructions, and GCC contracts a * b + c by default in C++.
 #pragma GCC optimize("fp-contract=off")

@@ -150,6 +150,32 @@ TEST(TrainTensor, ShapesViewsAndCopies) {
   copy[4] = 1;
   EXPECT_EQ(t[4], 5);
   EXPECT_THROW(t.reshape({4, 2}), std::invalid_argument);
+  EXPECT_TRUE(empty.empty());
+  EXPECT_FALSE(t.empty());
+}
+
+// A moved-from tensor is empty: it must not keep pointing at the storage it handed
+// over (copying it after the new owner died read freed memory).
+TEST(TrainTensor, MovedFromIsEmpty) {
+  Tensor<float> a({4});
+  a[3] = 7;
+  const float* storage = a.data();
+  Tensor<float> b = std::move(a);
+  EXPECT_EQ(b.data(), storage);  // the buffer moved, not copied
+  EXPECT_EQ(b[3], 7.0f);
+  EXPECT_TRUE(a.empty());
+  EXPECT_TRUE(a.shape().empty());
+  Tensor<float> c({2});
+  c = std::move(b);
+  EXPECT_EQ(c.data(), storage);
+  EXPECT_TRUE(b.empty());
+  { Tensor<float> gone = std::move(c); }
+  Tensor<float> copyOfMoved = c;  // c handed its buffer to `gone`, which is destroyed
+  EXPECT_TRUE(copyOfMoved.empty());
+  Tensor<float> view = Tensor<float>::view(const_cast<float*>(storage), {4});
+  Tensor<float> moved = std::move(view);
+  EXPECT_FALSE(moved.owning());
+  EXPECT_TRUE(view.empty());
 }
 
 TEST(TrainParamStore, LayoutInitAndErrors) {
@@ -209,6 +235,28 @@ TEST(TrainParamStore, LayoutInitAndErrors) {
   w->w = nullptr;
   s.bindFlat();
   EXPECT_EQ(w->w, s.flatValues());
+  // Releasing the flat buffers (ZeRO-2/3): the bytes go, the layout stays.
+  const int64_t both = s.heldBytes();
+  EXPECT_EQ(both, 2 * s.flatSize() * int64_t(sizeof(float)));
+  s.releaseGrads();
+  EXPECT_EQ(s.heldBytes(), both / 2);
+  EXPECT_FALSE(s.hasFlatGrads());
+  EXPECT_TRUE(s.hasFlatValues());
+  EXPECT_EQ(s.flatGrads(), nullptr);
+  EXPECT_EQ(z->g, nullptr);
+  EXPECT_EQ(s.flatSize(), 64 * 32 * 2 + 10);
+  s.zeroGrads();  // a no-op now
+  s.bindFlat();   // values re-bound, gradients stay null
+  EXPECT_EQ(w->w, s.flatValues());
+  EXPECT_EQ(w->g, nullptr);
+  s.releaseValues();
+  EXPECT_EQ(s.heldBytes(), 0);
+  EXPECT_EQ(w->w, nullptr);
+  s.bindFlat();
+  EXPECT_EQ(w->w, nullptr);
+  EXPECT_EQ(z->offset, 64 * 32 * 2 + 5);
+  ParamStore<float> fresh;
+  EXPECT_THROW(fresh.releaseGrads(), std::logic_error);
 }
 
 }  // namespace

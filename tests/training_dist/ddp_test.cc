@@ -43,34 +43,50 @@ TEST(Ddp, CommunicationOverlapsBackward) {
   toy::Config c;
   c.depth = 5;
   c.width = 32;              // a dense layer: 1024 + 32 elements
-  c.backwardSleepMs = 4;     // simulated compute per dense layer
-  CommStats stats;
-  std::mutex mu;
-  expectNoErrors(toy::runRanks(2, [&](int r, ProcessGroup& pg) {
-    toy::Model<float> m(c);
-    DdpConfig dc;
-    dc.firstBucketElems = 600;  // the head (512) alone, then ~one dense layer per bucket
-    dc.bucketCapElems = 1100;
-    Ddp<float> ddp(pg, m.store, toy::testAdam(), dc);
-    EXPECT_GE(ddp.buckets().size(), 5u);
-    for (int s = 0; s < 2; ++s) toy::step(m, ddp, pg, s);
-    if (r == 0) {
-      std::lock_guard<std::mutex> lock(mu);
-      stats = ddp.commStats();
+  c.backwardSleepMs = 10;    // simulated compute per layer (margin for loaded / sanitized runs)
+  // Measures one run; returns what was wrong with its timeline ("" if nothing).
+  auto measure = [&]() -> std::string {
+    CommStats stats;
+    std::mutex mu;
+    expectNoErrors(toy::runRanks(2, [&](int r, ProcessGroup& pg) {
+      toy::Model<float> m(c);
+      DdpConfig dc;
+      dc.firstBucketElems = 600;  // the head (512) alone, then ~one dense layer per bucket
+      dc.bucketCapElems = 1100;
+      Ddp<float> ddp(pg, m.store, toy::testAdam(), dc);
+      EXPECT_GE(ddp.buckets().size(), 5u);
+      for (int s = 0; s < 2; ++s) toy::step(m, ddp, pg, s);
+      if (r == 0) {
+        std::lock_guard<std::mutex> lock(mu);
+        stats = ddp.commStats();
+      }
+    }));
+    if (stats.ops.size() < 5) return "only " + std::to_string(stats.ops.size()) + " buckets";
+    std::string bad;
+    const double end = stats.backwardEndAt;
+    for (size_t b = 0; b + 1 < stats.ops.size(); ++b) {
+      const CommTiming& t = stats.ops[b];
+      if (!(t.queuedAt > 0)) bad += t.what + " never queued; ";
+      if (!(t.queuedAt < end)) bad += t.what + " queued after backward ended; ";
+      if (!(t.startedAt < end)) bad += t.what + " started after backward ended; ";
+      if (!(t.startedAt <= t.finishedAt)) bad += t.what + " finished before it started; ";
     }
-  }));
-  ASSERT_GE(stats.ops.size(), 5u);
-  const double end = stats.backwardEndAt;
-  for (size_t b = 0; b + 1 < stats.ops.size(); ++b) {
-    const CommTiming& t = stats.ops[b];
-    EXPECT_GT(t.queuedAt, 0) << t.what;
-    EXPECT_LT(t.queuedAt, end) << t.what << " queued after backward ended";
-    EXPECT_LT(t.startedAt, end) << t.what << " started after backward ended";
-    EXPECT_LE(t.startedAt, t.finishedAt) << t.what;
+    // The last bucket (embedding) can only start once backward is over.
+    if (stats.ops.back().queuedAt < stats.ops[stats.ops.size() - 2].queuedAt)
+      bad += "the last bucket was queued before the one before it; ";
+    if (!(stats.hiddenShare() > 0.5))
+      bad += "hidden " + std::to_string(stats.hiddenSeconds()) + " s of " +
+             std::to_string(stats.commSeconds()) + " s; ";
+    return bad;
+  };
+  // A timeline on a shared, loaded machine can be disturbed by the scheduler: the
+  // overlap must show in one of three runs (a missing overlap fails all three).
+  std::string bad;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    bad = measure();
+    if (bad.empty()) break;
   }
-  // The last bucket (embedding) can only start once backward is over.
-  EXPECT_GE(stats.ops.back().queuedAt, stats.ops[stats.ops.size() - 2].queuedAt);
-  EXPECT_GT(stats.hiddenShare(), 0.5) << "hidden " << stats.hiddenSeconds() << " of " << stats.commSeconds();
+  EXPECT_EQ(bad, "");
 }
 
 // Two halves of each step's batch, the first under no_sync, equal one step on the whole
@@ -209,6 +225,54 @@ TEST(Memory, StateBytesFallOneOverN) {
   EXPECT_LT(peak, full);
 }
 
+// The heap bytes really held for the model state (capacity of the ParamStore's flat
+// buffers after ZeRO released them, plus every buffer the strategy owns), measured
+// after a step, fall like the report: not just StateBytes' formula.
+TEST(Memory, HeldHeapBytesFallOneOverN) {
+  const int n = 4;
+  std::mutex mu;
+  std::map<std::string, int64_t> held, storeHeld;
+  std::map<std::string, StateBytes> rep;
+  int64_t flatBytes = 0;
+  expectNoErrors(toy::runRanks(n, [&](int r, ProcessGroup& pg) {
+    toy::Config c;
+    c.depth = 6;
+    for (std::string kind : {"ddp", "zero1", "zero2", "zero3"}) {
+      toy::Model<float> m(c);
+      const int64_t before = m.store.heldBytes();
+      auto dp = toy::makeStrategy<float>(kind, pg, m.store, toy::testAdam());
+      for (int s = 0; s < 2; ++s) toy::step(m, *dp, pg, s);
+      if (r == 1) {
+        std::lock_guard<std::mutex> lock(mu);
+        flatBytes = before / 2;  // values + grads before any release
+        held[kind] = dp->heldBytes();
+        storeHeld[kind] = m.store.heldBytes();
+        rep[kind] = dp->stateBytes();
+      }
+    }
+  }));
+  ASSERT_EQ(held.size(), 4u);
+  for (const auto& kv : held)
+    std::printf("[ memory   ] dp=%d %-5s heap held %7lld bytes/rank (ParamStore %6lld)\n", n,
+                kv.first.c_str(), (long long)kv.second, (long long)storeHeld[kv.first]);
+  const double F = double(flatBytes);  // one full copy of the parameters, in bytes
+  EXPECT_EQ(storeHeld["ddp"], 2 * flatBytes);
+  EXPECT_EQ(storeHeld["zero1"], 2 * flatBytes);
+  EXPECT_EQ(storeHeld["zero2"], flatBytes) << "ZeRO-2 must release the flat gradients";
+  EXPECT_EQ(storeHeld["zero3"], 0) << "ZeRO-3 must release the flat values and gradients";
+  // ddp: values + grads + 2 moments = 4F. zero1: 2F + 2F/n. zero2: F + 3F/n. zero3: 4F/n
+  // (plus the padding of each unit to a multiple of n).
+  EXPECT_NEAR(held["ddp"] / F, 4.0, 0.01);
+  EXPECT_NEAR(held["zero1"] / F, 2.0 + 2.0 / n, 0.05);
+  EXPECT_NEAR(held["zero2"] / F, 1.0 + 3.0 / n, 0.05);
+  EXPECT_NEAR(double(held["zero3"]) / double(held["ddp"]), 1.0 / n, 0.02);
+  // The measurement agrees with the report's steady state (transient buffers freed).
+  for (const auto& kv : rep) {
+    const StateBytes& b = kv.second;
+    EXPECT_NEAR(double(held[kv.first]), double(b.params + b.grads + b.optimizer), 0.01 * F) << kv.first;
+  }
+}
+
 TEST(Zero3, ParamsGatheredJustInTimeWithPrefetch) {
   for (bool prefetch : {true, false}) {
     SCOPED_TRACE(prefetch ? "prefetch" : "no prefetch");
@@ -274,6 +338,44 @@ TEST(Zero3, ParamsGatheredJustInTimeWithPrefetch) {
       }
     }));
   }
+}
+
+// reshardAfterForward = false: a layer's gathered parameters stay from its forward to
+// its backward (no second all-gather), and are freed after its backward.
+TEST(Zero3, KeepsParamsFromForwardToBackwardWithoutReshard) {
+  expectNoErrors(toy::runRanks(2, [&](int, ProcessGroup& pg) {
+    toy::Config c;
+    toy::Model<float> m(c);
+    ZeroConfig zc;
+    zc.stage = 3;
+    zc.reshardAfterForward = false;
+    Zero<float> z(pg, m.store, toy::testAdam(), zc);
+    const int L = int(m.layers.size());
+    int afterForward = 0;
+    toy::step(m, z, pg, 0, nullptr, [&] {
+      for (size_t i = 0; i < m.store.size(); ++i) afterForward += m.store[i].w != nullptr;
+    });
+    // Every layer's backward ran and freed it again; nothing gathered after the step.
+    EXPECT_EQ(afterForward, 0);
+    for (size_t i = 0; i < m.store.size(); ++i) EXPECT_EQ(m.store[i].w, nullptr);
+    int gathers = 0;
+    for (const CommTiming& t : z.commStats().ops) gathers += t.what.rfind("gather layer", 0) == 0;
+    EXPECT_EQ(gathers, L) << "one gather per layer per step without resharding";
+    // Mid-forward: the layer just run stays gathered.
+    z.beginStep();
+    const toy::Batch b = toy::globalBatch(c, 1);
+    Micro mb{b.tokens.data(), b.targets.data(), c.batch / 2, c.seq};
+    Tensor<float> x, y;
+    z.preForward(0);
+    auto saved = m.layers[0]->forward(mb, x, y);
+    z.postForward(0);
+    for (Param<float>* p : m.layers[0]->params()) EXPECT_NE(p->w, nullptr) << "resharded anyway";
+    z.preBackward(0);
+    m.layers[0]->backward(mb, *saved, Tensor<float>(y), nullptr);
+    z.postBackward(0, true);
+    for (Param<float>* p : m.layers[0]->params()) EXPECT_EQ(p->w, nullptr) << "not freed after backward";
+    z.finishStep();
+  }));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // same global batch (the toy model; the GPT parity lives in gpt_parity_test.cc).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <mutex>
@@ -104,9 +105,12 @@ INSTANTIATE_TEST_SUITE_P(
     Toy, Parity,
     ::testing::Values(Case{"ddp", 2, 1}, Case{"ddp", 4, 1}, Case{"ddp", 2, 2}, Case{"zero1", 2, 1},
                       Case{"zero1", 4, 1}, Case{"zero2", 2, 1}, Case{"zero2", 4, 1}, Case{"zero2", 2, 2},
-                      Case{"zero3", 2, 1}, Case{"zero3", 4, 1}, Case{"zero3", 2, 2}),
+                      Case{"zero3", 2, 1}, Case{"zero3", 4, 1}, Case{"zero3", 2, 2},
+                      Case{"zero3-keep", 2, 2}, Case{"zero3-noprefetch", 4, 1}),
     [](const ::testing::TestParamInfo<Case>& i) {
-      return std::get<0>(i.param) + "_dp" + std::to_string(std::get<1>(i.param)) + "_m" +
+      std::string kind = std::get<0>(i.param);
+      std::replace(kind.begin(), kind.end(), '-', '_');
+      return kind + "_dp" + std::to_string(std::get<1>(i.param)) + "_m" +
              std::to_string(std::get<2>(i.param));
     });
 

@@ -1,5 +1,5 @@
 // Builds a DataParallel strategy by name for the tests ("ddp", "zero1", "zero2",
-// "zero3"), with element-sized buckets so the toy model gets several.
+// "zero3", "zero3-keep", "zero3-noprefetch"), with element-sized buckets so the toy model gets several.
 #pragma once
 #include <memory>
 #include <string>
@@ -22,8 +22,11 @@ std::unique_ptr<DataParallel<T>> makeStrategy(const std::string& kind, ProcessGr
     c.bucketCapElems = capElems;
     return std::make_unique<Ddp<T>>(pg, store, opt, c);
   }
+  // "zero3-keep": no reshard after forward; "zero3-noprefetch": no prefetch.
   ZeroConfig z;
   z.stage = kind == "zero1" ? 1 : kind == "zero2" ? 2 : 3;
+  z.reshardAfterForward = kind != "zero3-keep";
+  z.prefetch = kind != "zero3-noprefetch";
   z.firstBucketElems = firstElems;
   z.bucketCapElems = capElems;
   return std::make_unique<Zero<T>>(pg, store, opt, z);

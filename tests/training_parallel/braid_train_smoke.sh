@@ -5,7 +5,8 @@
 #       resume (save with dp=2, load with dp=1: same losses as one uninterrupted run),
 #       mpirun (2 ranks, tp=2, under Open MPI; exit 77 = skipped when mpirun is missing),
 #       slurm-env (2 processes started with the variables srun sets),
-#       bad-layout (a layout that does not match the rank count must fail cleanly).
+#       bad-layout (a layout that does not match the rank count must fail cleanly),
+#       zero3-memory (the per-rank state table: zero3 holds ~1/2 of ddp's heap on 2 ranks).
 # A tiny model for a few steps; checks the exit status, the summary lines and the
 # CSV / JSON logs.
 set -u
@@ -42,10 +43,45 @@ check_logs() {  # STEPS
 case "$mode" in
   braidrun)
     "$braidrun" -n 2 -- "$bin" --dp 2 --steps 4 --eval-every 2 "${tiny[@]}" "${logs[@]}" \
-      > "$tmp/out.txt" 2>&1 || fail "exit status $?"
+      --plot "$tmp/loss.png" > "$tmp/out.txt" 2>&1 || fail "exit status $?"
     grep -q "2 ranks via torchrun" "$tmp/out.txt" || fail "launcher not recognised"
+    grep -q "model state per rank" "$tmp/out.txt" || fail "no per-rank state table"
+    grep -q "plot written to" "$tmp/out.txt" || fail "no plot message"
+    python3 - "$tmp/loss.png" <<'PY' || fail "the PNG plot is not a valid PNG"
+import struct, sys, zlib
+d = open(sys.argv[1], "rb").read()
+assert d[:8] == b"\x89PNG\r\n\x1a\n"
+w, h = struct.unpack(">II", d[16:24])
+at, idat = 8, b""
+while at < len(d):
+    n, = struct.unpack(">I", d[at:at + 4]); kind = d[at + 4:at + 8]
+    body = d[at + 8:at + 8 + n]
+    assert zlib.crc32(kind + body) == struct.unpack(">I", d[at + 8 + n:at + 12 + n])[0], kind
+    if kind == b"IDAT": idat += body
+    at += 12 + n
+raw = zlib.decompress(idat)
+assert len(raw) == h * (3 * w + 1), (len(raw), w, h)
+assert len(set(raw)) > 4  # something was drawn
+PY
     grep -q "DP communication hidden" "$tmp/out.txt" || fail "no comm-hidden report"
     check_logs 4
+    ;;
+  zero3-memory)
+    # The per-rank model-state table at start: ZeRO-3 on 2 ranks holds about half of
+    # what DDP holds, on every rank (the heap held, measured).
+    for m in ddp zero3; do
+      "$braidrun" -n 2 -- "$bin" --dp 2 --dp-mode $m --steps 1 --eval-every 0 "${tiny[@]}" \
+        > "$tmp/out.txt" 2>&1 || fail "$m: exit status $?"
+      grep -q "model state per rank" "$tmp/out.txt" || fail "$m: no per-rank state table"
+      awk '$1 == "1" && NF == 6 {print $6}' "$tmp/out.txt" > "$tmp/held-$m.txt"
+      [ -s "$tmp/held-$m.txt" ] || fail "$m: no row for rank 1"
+    done
+    python3 - "$(cat "$tmp/held-ddp.txt")" "$(cat "$tmp/held-zero3.txt")" <<'PY' || fail "zero3 does not hold ~1/2"
+import sys
+ddp, z3 = float(sys.argv[1]), float(sys.argv[2])
+print(f"heap held per rank: ddp {ddp} KiB, zero3 {z3} KiB, ratio {z3 / ddp:.3f}")
+assert 0.4 < z3 / ddp < 0.6
+PY
     ;;
   braidrun-tp-pp)
     "$braidrun" -n 4 -- "$bin" --tp 2 --pp 2 --microbatches 2 --schedule gpipe --steps 3 \

@@ -301,6 +301,7 @@ class RecordingDp : public bt::DataParallel<double> {
   }
   double finishStep() override { return 0; }
   bt::StateBytes stateBytes() const override { return {}; }
+  int64_t heldBytes() const override { return 0; }
   const bt::CommStats& commStats() const override { return stats; }
   bt::AdamW<double>& optimizer() override { return opt; }
   std::vector<bt::StateSlice<double>> stateSlices(bool) override { return {}; }

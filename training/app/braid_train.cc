@@ -6,11 +6,10 @@
 //   mpirun -np 4 braid-train --tp 2 --pp 2 --microbatches 4 --schedule 1f1b
 //
 // Rank 0 prints the progress (a bar on a terminal, plain lines otherwise), writes the
-// CSV / JSON logs and the PNG plot (training/app/plot_loss.py through
-// /usr/bin/python3 with matplotlib; skipped with a message where that is missing).
+// CSV / JSON logs and the PNG plot (training/app/loss_plot.h, no plotting library
+// needed; training/app/plot_loss.py draws a matplotlib version from the CSV).
 // Flags: braid-train --help.
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "training/app/loss_plot.h"
 #include "training/data/markov.h"
 #include "training/data/text_dataset.h"
 #include "training/dist/launch.h"
@@ -53,6 +53,7 @@ struct Options {
   int64_t printEvery = 0;  // plain-line progress every N steps (0: ~20 lines per run)
   int64_t bucketKib = 0;   // DDP / ZeRO-1/2 bucket size (0: 1 MiB first, 25 MiB cap)
   bool quiet = false;
+  bool noReshard = false, noPrefetch = false;  // zero3
 };
 
 void usage(FILE* to) {
@@ -78,6 +79,9 @@ void usage(FILE* to) {
       "  --schedule S        gpipe | 1f1b (default 1f1b)\n"
       "  --bucket-kib N      gradient bucket size for ddp/zero1/zero2 (default: 1 MiB for\n"
       "                      the first bucket, 25 MiB after; small models want ~64)\n"
+      "  --no-reshard        zero3: keep a layer's gathered parameters from its forward\n"
+      "                      to its backward (default: free them after forward)\n"
+      "  --no-prefetch       zero3: no prefetch of the next layer's all-gather\n"
       "optimizer:\n"
       "  --lr X (3e-3) --weight-decay X (0.1) --clip X (1.0; 0 disables) --seed N (1)\n"
       "output (rank 0):\n"
@@ -111,8 +115,8 @@ Options parseArgs(int argc, char** argv) {
       usage(stdout);
       std::exit(0);
     }
-    if (a == "--quiet") {
-      o.quiet = true;
+    if (a == "--quiet" || a == "--no-reshard" || a == "--no-prefetch") {
+      (a == "--quiet" ? o.quiet : a == "--no-reshard" ? o.noReshard : o.noPrefetch) = true;
       continue;
     }
     const size_t eq = a.find('=');
@@ -284,26 +288,21 @@ class Reporter {
   std::vector<Row> rows_;
 };
 
-/// Runs /usr/bin/python3 plot_loss.py CSV PNG BASELINE; returns a message for the user.
-std::string plot(const std::string& csv, const std::string& png, double baseline) {
-  const std::string python = "/usr/bin/python3";
-  if (::access(python.c_str(), X_OK) != 0) return "plot skipped: " + python + " not found";
-  const std::string script = findUpwards("training/app/plot_loss.py");
-  if (script.empty()) return "plot skipped: training/app/plot_loss.py not found near the program";
-  const pid_t pid = ::fork();
-  if (pid < 0) return "plot skipped: fork failed";
-  if (pid == 0) {
-    const std::string base = fmt("%.6f", baseline);
-    ::execl(python.c_str(), python.c_str(), script.c_str(), csv.c_str(), png.c_str(),
-            base.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
+/// The PNG loss plot (training/app/loss_plot.h); returns a message for the user.
+std::string plotPng(const std::vector<Row>& rows, const std::string& png, double baseline) {
+  std::vector<int64_t> steps, valSteps;
+  std::vector<double> loss, val;
+  for (const Row& r : rows) {
+    steps.push_back(r.s.step);
+    loss.push_back(r.s.loss);
+    if (std::isfinite(r.val)) {
+      valSteps.push_back(r.s.step);
+      val.push_back(r.val);
+    }
   }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "plot written to " + png;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
-    return "plot skipped: matplotlib is not installed for " + python;
-  return "plot failed (plot_loss.py exit status " + std::to_string(WEXITSTATUS(status)) + ")";
+  std::string err;
+  if (!bt::plot::writeLossPlot(png, steps, loss, valSteps, val, baseline, &err)) return "plot failed: " + err;
+  return "plot written to " + png + " (training loss blue, validation orange, unigram baseline dashed)";
 }
 
 int run(int argc, char** argv) {
@@ -352,6 +351,8 @@ int run(int argc, char** argv) {
   c.adamw.weightDecay = o.weightDecay;
   c.adamw.clipNorm = o.clip;
   c.evalBatches = int(o.evalBatches);
+  c.reshardAfterForward = !o.noReshard;
+  c.prefetch = !o.noPrefetch;
   if (o.bucketKib > 0) c.firstBucketElems = c.bucketCapElems = o.bucketKib * 1024 / 4;
   if (c.mesh.size() != world->size())
     throw std::invalid_argument("the layout " + c.mesh.describe() + " needs " +
@@ -360,17 +361,28 @@ int run(int argc, char** argv) {
   bt::Trainer<float> trainer(c, *world, *data);
   if (!o.load.empty()) trainer.load(o.load);
 
+  // Every rank's model-state bytes (the report by kind, and the heap actually held), to
+  // rank 0: with ZeRO they fall ~1/dp on each rank.
+  const bt::StateBytes mine = trainer.stateBytes();
+  const int64_t mineRow[5] = {mine.params, mine.grads, mine.optimizer, mine.buffers,
+                              trainer.strategy().heldBytes()};
+  std::vector<int64_t> rows(size_t(world->size()) * 5);
+  world->allGather(mineRow, rows.data(), 5);
+
   if (root) {
     std::printf("braid-train: %d rank%s via %s; %s\n", world->size(), world->size() > 1 ? "s" : "",
                 launch.launcher.c_str(), c.describe().c_str());
     std::printf("data: %s; vocab %lld (model %lld), train %zu / val %zu tokens\n",
                 corpusNote.c_str(), (long long)data->vocabSize(), (long long)c.model.vocab,
                 train.size(), data->tokens(bt::Split::kValidation).size());
-    const bt::StateBytes sb = trainer.stateBytes();
-    std::printf("model: %lld parameters; rank 0 holds %.2f MiB of state (params %.2f, grads %.2f, "
-                "optimizer %.2f, buffers %.2f)\n",
-                (long long)trainer.modelParams(), sb.total() / 1048576.0, sb.params / 1048576.0,
-                sb.grads / 1048576.0, sb.optimizer / 1048576.0, sb.buffers / 1048576.0);
+    std::printf("model: %lld parameters (%s); model state per rank in KiB:\n",
+                (long long)trainer.modelParams(), bt::dpModeName(c.dpMode));
+    std::printf("  rank    params     grads optimizer   buffers  heap held\n");
+    for (int r = 0; r < world->size(); ++r) {
+      const int64_t* x = rows.data() + size_t(r) * 5;
+      std::printf("  %4d %9.1f %9.1f %9.1f %9.1f %10.1f\n", r, x[0] / 1024.0, x[1] / 1024.0,
+                  x[2] / 1024.0, x[3] / 1024.0, x[4] / 1024.0);
+    }
     std::printf("unigram baseline: %.4f nats%s\n", unigram,
                 std::isfinite(floor) ? (", entropy-rate floor: " + fmt("%.4f", floor) + " nats").c_str() : "");
     if (trainer.stepsDone() > 0)
@@ -411,10 +423,13 @@ int run(int argc, char** argv) {
       std::printf("; pipeline bubble measured %.1f%% (theory %.1f%%)", 100 * bubble,
                   100 * bt::theoreticalBubble(o.pp, o.micros));
     std::printf("\n");
+    const bt::StateBytes end = trainer.stateBytes();
+    std::printf("rank 0 model state after training: %.1f KiB + peak transient buffers %.1f KiB "
+                "(%s: buckets / gathered layers)\n",
+                (end.params + end.grads + end.optimizer) / 1024.0, end.buffers / 1024.0,
+                bt::dpModeName(c.dpMode));
     if (!o.save.empty()) std::printf("checkpoint saved to %s\n", o.save.c_str());
-    std::string csv = o.logCsv;
-    if (!o.plot.empty() && csv.empty()) csv = o.plot + ".csv";
-    if (!csv.empty()) rep.writeCsv(csv);
+    if (!o.logCsv.empty()) rep.writeCsv(o.logCsv);
     if (!o.logJson.empty()) {
       std::ostringstream h;
       h << "  \"config\": {\"model\": \"" << jsonEscape(c.model.describe()) << "\", \"dp\": " << o.dp
@@ -434,7 +449,7 @@ int run(int argc, char** argv) {
         << "  \"bubble_theory\": " << jnum(bt::theoreticalBubble(o.pp, o.micros)) << ",\n";
       rep.writeJson(o.logJson, h.str());
     }
-    if (!o.plot.empty()) std::printf("%s\n", plot(csv, o.plot, unigram).c_str());
+    if (!o.plot.empty()) std::printf("%s\n", plotPng(rep.rows(), o.plot, unigram).c_str());
     std::fflush(stdout);
   }
   return 0;

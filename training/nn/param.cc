@@ -72,6 +72,7 @@ void ParamStore<T>::allocate(uint64_t seed, int numLayers) {
   }
   values_.assign(size_t(total), T(0));
   grads_.assign(size_t(total), T(0));
+  flatSize_ = total;
   allocated_ = true;
   bindFlat();
   for (size_t i = 0; i < params_.size(); ++i)
@@ -88,14 +89,30 @@ Param<T>* ParamStore<T>::find(const std::string& name) {
 template <class T>
 void ParamStore<T>::bindFlat() {
   for (auto& p : params_) {
-    p->w = values_.data() + p->offset;
-    p->g = grads_.data() + p->offset;
+    p->w = valuesReleased_ ? nullptr : values_.data() + p->offset;
+    p->g = gradsReleased_ ? nullptr : grads_.data() + p->offset;
   }
 }
 
 template <class T>
 void ParamStore<T>::zeroGrads() {
   std::fill(grads_.begin(), grads_.end(), T(0));
+}
+
+template <class T>
+void ParamStore<T>::releaseGrads() {
+  if (!allocated_) throw std::logic_error("ParamStore::releaseGrads before allocate");
+  std::vector<T>().swap(grads_);
+  gradsReleased_ = true;
+  for (auto& p : params_) p->g = nullptr;
+}
+
+template <class T>
+void ParamStore<T>::releaseValues() {
+  if (!allocated_) throw std::logic_error("ParamStore::releaseValues before allocate");
+  std::vector<T>().swap(values_);
+  valuesReleased_ = true;
+  for (auto& p : params_) p->w = nullptr;
 }
 
 template class ParamStore<float>;

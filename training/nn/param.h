@@ -77,19 +77,43 @@ class ParamStore {
   Param<T>* find(const std::string& name);
 
   /// The flat buffers (valid after allocate()). Param i's data is at flatValues() +
-  /// params[i].offset unless FSDP re-pointed it.
+  /// params[i].offset unless FSDP re-pointed it. nullptr once released (below).
   T* flatValues() { return values_.data(); }
   T* flatGrads() { return grads_.data(); }
-  int64_t flatSize() const { return int64_t(values_.size()); }
-  /// Points every Param's w/g back at the flat buffers.
+  /// Number of elements of the flat layout (every parameter of this rank's stage, TP
+  /// parts, no padding). Unchanged by the release calls: offsets stay meaningful.
+  int64_t flatSize() const { return flatSize_; }
+  /// Points every Param's w/g back at the flat buffers (nullptr for a released one).
   void bindFlat();
+  /// Zeroes the flat gradient buffer (no-op once released).
   void zeroGrads();
+
+  /// Frees the flat gradient buffer, for owners that keep gradients elsewhere (ZeRO-2:
+  /// per-bucket buffers and a gradient shard; ZeRO-3: gathered units). Every Param's g
+  /// becomes nullptr: the owner must re-point g before any backward writes it and is
+  /// responsible for it from then on. flatGrads() returns nullptr and zeroGrads() does
+  /// nothing afterwards. Irreversible.
+  void releaseGrads();
+  /// Frees the flat value buffer (ZeRO-3, which keeps a 1/N shard and gathers full
+  /// units just in time). Every Param's w becomes nullptr: the owner must re-point w
+  /// before any forward/backward reads it. flatValues() returns nullptr afterwards.
+  /// Irreversible.
+  void releaseValues();
+  bool hasFlatValues() const { return !valuesReleased_; }
+  bool hasFlatGrads() const { return !gradsReleased_; }
+  /// Heap bytes the store's flat buffers hold now (their capacity): what the release
+  /// calls give back. For memory measurements.
+  int64_t heldBytes() const {
+    return int64_t((values_.capacity() + grads_.capacity()) * sizeof(T));
+  }
 
  private:
   std::vector<std::unique_ptr<Param<T>>> params_;
   std::vector<T> values_, grads_;
   std::vector<Init> inits_;
+  int64_t flatSize_ = 0;
   bool allocated_ = false;
+  bool valuesReleased_ = false, gradsReleased_ = false;
 };
 
 }  // namespace train

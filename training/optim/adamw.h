@@ -36,6 +36,8 @@ class AdamW {
   /// The moments, for checkpoints: m then v, each stateSize long.
   std::vector<T>& m() { return m_; }
   std::vector<T>& v() { return v_; }
+  const std::vector<T>& m() const { return m_; }
+  const std::vector<T>& v() const { return v_; }
   void setStep(int64_t t) { t_ = t; }
 
  private:

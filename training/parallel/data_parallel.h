@@ -98,7 +98,14 @@ class DataParallel {
   /// on what this rank owns, and makes the parameters consistent again. Returns the
   /// global gradient norm (before clipping).
   virtual double finishStep() = 0;
+  /// What this rank's model state takes, by kind (the memory report): computed from
+  /// the sharding (params/grads/optimizer) and the peak of transient buffers.
   virtual StateBytes stateBytes() const = 0;
+  /// Heap bytes actually held NOW for the model state: the capacity of the ParamStore's
+  /// flat buffers (ParamStore::heldBytes(), after any release) plus every buffer the
+  /// strategy owns (shards, optimizer moments, live bucket / gathered buffers). Measured,
+  /// not derived from the sharding formula: the check that memory really falls ~1/N.
+  virtual int64_t heldBytes() const = 0;
 
   /// Communication timing of the last finished step.
   virtual const CommStats& commStats() const = 0;

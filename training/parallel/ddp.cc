@@ -75,6 +75,8 @@ template <class T>
 Ddp<T>::Ddp(ProcessGroup& pg, ParamStore<T>& store, AdamWConfig opt, DdpConfig cfg)
     : pg_(pg), store_(store), opt_(opt, store.flatSize()), cfg_(std::move(cfg)) {
   if (store.size() == 0) throw std::invalid_argument("Ddp: the ParamStore has no parameters");
+  if (!store.hasFlatValues() || !store.hasFlatGrads())
+    throw std::invalid_argument("Ddp: the ParamStore's flat buffers were released");
   buckets_ = planBuckets(store, elemsOf<T>(cfg_.firstBucketElems, cfg_.firstBucketBytes),
                          elemsOf<T>(cfg_.bucketCapElems, cfg_.bucketCapBytes));
   int maxLayer = 0;
@@ -200,6 +202,11 @@ StateBytes Ddp<T>::stateBytes() const {
   b.grads = n * int64_t(sizeof(T));
   b.optimizer = 2 * n * int64_t(sizeof(T));
   return b;
+}
+
+template <class T>
+int64_t Ddp<T>::heldBytes() const {
+  return store_.heldBytes() + int64_t((opt_.m().capacity() + opt_.v().capacity()) * sizeof(T));
 }
 
 template <class T>

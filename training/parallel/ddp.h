@@ -77,6 +77,7 @@ class Ddp : public DataParallel<T> {
   void postBackward(int layer, bool lastMicro) override;
   double finishStep() override;
   StateBytes stateBytes() const override;
+  int64_t heldBytes() const override;
   const CommStats& commStats() const override { return stats_; }
   AdamW<T>& optimizer() override { return opt_; }
   std::vector<StateSlice<T>> stateSlices(bool forSave) override;

@@ -38,7 +38,10 @@ bool parseDpMode(const std::string& text, DpMode* out) {
 }
 
 std::string TrainerConfig::describe() const {
-  return model.describe() + ", " + mesh.describe() + ", " + dpModeName(dpMode) + ", " +
+  std::string dp = dpModeName(dpMode);
+  if (dpMode == DpMode::kZero3 && !reshardAfterForward) dp += " (no reshard after forward)";
+  if (dpMode == DpMode::kZero3 && !prefetch) dp += " (no prefetch)";
+  return model.describe() + ", " + mesh.describe() + ", " + dp + ", " +
          scheduleName(schedule) + " M=" + std::to_string(micros) + ", batch " +
          std::to_string(batch) + " x " + std::to_string(seqLen ? seqLen : model.context);
 }
@@ -106,6 +109,8 @@ Trainer<T>::Trainer(const TrainerConfig& config, ProcessGroup& world, const Text
     zc.bucketCapElems = cfg_.bucketCapElems;
     zc.normReduce = normReduce;
     zc.tpRank = c.tp;
+    zc.reshardAfterForward = cfg_.reshardAfterForward;
+    zc.prefetch = cfg_.prefetch;
     dp_ = std::make_unique<Zero<T>>(mesh_->dp(), store_, cfg_.adamw, zc);
   }
 

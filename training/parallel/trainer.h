@@ -56,6 +56,10 @@ struct TrainerConfig {
   int evalBatches = 2;            ///< validation batches (of B sequences) per evaluate()
   /// DDP / ZeRO-1/2 bucket sizes in elements (0: the strategies' byte defaults).
   int64_t firstBucketElems = 0, bucketCapElems = 0;
+  /// ZeRO-3: free each layer's gathered parameters after its forward (true; false keeps
+  /// them until its backward: less communication, more memory) and prefetch the
+  /// next / previous layer's gather in forward / backward.
+  bool reshardAfterForward = true, prefetch = true;
   std::string describe() const;
 };
 

@@ -104,6 +104,8 @@ Zero<T>::Zero(ProcessGroup& pg, ParamStore<T>& store, AdamWConfig opt, ZeroConfi
       throw std::invalid_argument("Zero: parameter " + store[i].name + " has no layer");
     maxLayer = std::max(maxLayer, store[i].layer);
   }
+  if (!store.hasFlatValues() || (cfg_.stage == 1 && !store.hasFlatGrads()))
+    throw std::invalid_argument("Zero: the ParamStore's flat buffers were released");
   store_.bindFlat();
   if (cfg_.stage <= 2) {
     I.slice = (F + I.n - 1) / I.n;
@@ -121,6 +123,8 @@ Zero<T>::Zero(ProcessGroup& pg, ParamStore<T>& store, AdamWConfig opt, ZeroConfi
     I.bucketGrad.assign(I.buckets.size(), {});
     if (cfg_.stage == 2) I.shardGrad.assign(size_t(I.e0 - I.b0), T(0));
     if (cfg_.broadcastParams && I.n > 1) pg_.broadcast(store_.flatValues(), size_t(F), 0);
+    // Stage 2: gradients live in per-bucket buffers while alive, then in shardGrad.
+    if (cfg_.stage == 2) store_.releaseGrads();
   } else {
     // Units: one per layer, params in store order.
     I.unitOfLayer.assign(size_t(maxLayer) + 1, -1);
@@ -148,7 +152,9 @@ Zero<T>::Zero(ProcessGroup& pg, ParamStore<T>& store, AdamWConfig opt, ZeroConfi
     }
     I.shardW.assign(size_t(base), T(0));
     I.shardG.assign(size_t(base), T(0));
-    // Every rank holds the same initial values (deterministic init): keep our shard.
+    // Rank 0's values (as DDP; the deterministic init makes them equal anyway), then
+    // every rank keeps its shard.
+    if (cfg_.broadcastParams && I.n > 1) pg_.broadcast(store_.flatValues(), size_t(F), 0);
     for (Unit& u : I.units) {
       const int64_t lo = int64_t(I.r) * u.shard, hi = lo + u.shard;
       for (size_t j = 0; j < u.params.size(); ++j) {
@@ -158,11 +164,10 @@ Zero<T>::Zero(ProcessGroup& pg, ParamStore<T>& store, AdamWConfig opt, ZeroConfi
           std::memcpy(I.shardW.data() + u.base + (a - lo),
                       store_.flatValues() + p.offset + (a - u.unitOff[j]), size_t(b - a) * sizeof(T));
       }
-      for (int pi : u.params) {
-        store_[size_t(pi)].w = nullptr;
-        store_[size_t(pi)].g = nullptr;
-      }
     }
+    // Only the shards remain: the store's flat buffers go (every Param's w/g -> null).
+    store_.releaseValues();
+    store_.releaseGrads();
   }
   beginStep();
 }
@@ -454,6 +459,15 @@ double Zero<T>::finishStep() {
       t.finishedAt = I.bucketWork[b].finishedAt();
       stats_.ops.push_back(std::move(t));
     }
+    if (cfg_.stage == 2) {  // every reduction is done: only the shard gradient stays
+      for (size_t b = 0; b < I.buckets.size(); ++b) {
+        if (I.bucketGrad[b].empty()) continue;
+        I.bucketBytesNow -= I.buckets[b].elements() * int64_t(sizeof(T));
+        std::vector<T>().swap(I.bucketGrad[b]);
+        for (int p = I.buckets[b].firstParam; p <= I.buckets[b].lastParam; ++p)
+          store_[size_t(p)].g = nullptr;
+      }
+    }
   } else {
     for (size_t k = 0; k < I.units.size(); ++k) {
       release(int(k));
@@ -546,6 +560,16 @@ StateBytes Zero<T>::stateBytes() const {
     b.buffers = peakGathered_;
   }
   return b;
+}
+
+template <class T>
+int64_t Zero<T>::heldBytes() const {
+  const Impl& I = *impl_;
+  size_t elems = opt_.m().capacity() + opt_.v().capacity() + I.shardGrad.capacity() +
+                 I.shardW.capacity() + I.shardG.capacity();
+  for (const auto& g : I.bucketGrad) elems += g.capacity();
+  for (const Unit& u : I.units) elems += u.fullW.capacity() + u.fullG.capacity();
+  return store_.heldBytes() + int64_t(elems * sizeof(T));
 }
 
 template <class T>

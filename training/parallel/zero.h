@@ -19,10 +19,11 @@
 //   frees it. While a unit is freed its Params' w and g are nullptr.
 //
 // The ParamStore's flat buffers: stages 1 and 2 use its values (full on every rank);
-// stages 2 and 3 re-point the gradients, and stage 3 the values, into their own buffers,
-// so the store's flat grads (and for stage 3 values) are unused after construction.
-// StateBytes counts only what the strategy needs; the store still holds its flat
-// buffers until ParamStore offers a way to release them.
+// stages 2 and 3 keep gradients in their own buffers, and stage 3 the values, so the
+// constructor RELEASES the store's flat gradients (stages 2, 3) and flat values (stage
+// 3) (ParamStore::releaseGrads/releaseValues): the memory really falls ~1/N, as
+// heldBytes() measures. From then on the Zero owns Param::w/g of that store; the store
+// cannot be handed to another strategy, and full parameters come from fullParams().
 //
 // Contract for callers (stage 2 and 3): Param::g (and for stage 3 Param::w) is nullptr
 // outside the hooks that make it live, so EVERY forward that touches the parameters,
@@ -51,7 +52,7 @@ struct ZeroConfig {
   bool average = false;                          ///< as DdpConfig::average
   bool reshardAfterForward = true;               ///< stage 3: free params after forward
   bool prefetch = true;                          ///< stage 3: prefetch next/previous unit
-  bool broadcastParams = true;                   ///< stages 1-2: rank 0's values at start
+  bool broadcastParams = true;                   ///< rank 0's values at start (every stage)
   NormReduce normReduce;                         ///< as DdpConfig::normReduce
   int tpRank = 0;                                ///< as DdpConfig::tpRank
 };
@@ -60,7 +61,8 @@ template <class T>
 class Zero : public DataParallel<T> {
  public:
   /// Collective. `pg` and `store` must outlive the Zero; the store must be allocated
-  /// (stage 3 takes its shard of the values from it: every rank has the same values).
+  /// (stage 3 takes its shard of rank 0's values from it, then releases the store's
+  /// flat buffers; stage 2 releases its flat gradients: see the file comment).
   Zero(ProcessGroup& pg, ParamStore<T>& store, AdamWConfig opt, ZeroConfig cfg);
   ~Zero() override;
 
@@ -72,6 +74,7 @@ class Zero : public DataParallel<T> {
   void postBackward(int layer, bool lastMicro) override;
   double finishStep() override;
   StateBytes stateBytes() const override;
+  int64_t heldBytes() const override;
   const CommStats& commStats() const override { return stats_; }
   AdamW<T>& optimizer() override { return opt_; }
   std::vector<StateSlice<T>> stateSlices(bool forSave) override;

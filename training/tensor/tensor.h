@@ -50,8 +50,21 @@ class Tensor {
     }
     return *this;
   }
-  Tensor(Tensor&& o) noexcept = default;
-  Tensor& operator=(Tensor&& o) noexcept = default;
+  /// Moves leave the source empty (no shape, null data): a moved-from tensor never
+  /// aliases the storage it handed over (a later copy of it would read freed memory).
+  Tensor(Tensor&& o) noexcept
+      : shape_(std::move(o.shape_)), own_(std::move(o.own_)), ptr_(o.ptr_) {
+    o.release();
+  }
+  Tensor& operator=(Tensor&& o) noexcept {
+    if (this != &o) {
+      shape_ = std::move(o.shape_);
+      own_ = std::move(o.own_);  // std::allocator: the buffer itself moves, ptr_ stays valid
+      ptr_ = o.ptr_;
+      o.release();
+    }
+    return *this;
+  }
 
   T* data() { return ptr_; }
   const T* data() const { return ptr_; }
@@ -60,6 +73,9 @@ class Tensor {
   int rank() const { return int(shape_.size()); }
   int64_t numel() const { return numelOf(shape_); }
   bool owning() const { return ptr_ == own_.data() && !own_.empty(); }
+  /// No storage (default-constructed, moved-from, or a copy of such): data() is null.
+  /// (numel() still follows the shape: 1 for the empty shape of a default tensor.)
+  bool empty() const { return ptr_ == nullptr; }
   T& operator[](int64_t i) { return ptr_[i]; }
   const T& operator[](int64_t i) const { return ptr_[i]; }
 
@@ -90,6 +106,11 @@ class Tensor {
     }
     own_.assign(o.ptr_, o.ptr_ + o.numel());
     ptr_ = own_.data();
+  }
+  void release() noexcept {
+    shape_.clear();
+    own_.clear();
+    ptr_ = nullptr;
   }
   Shape shape_;
   std::vector<T> own_;
