@@ -7,8 +7,8 @@
 // stream_add/<bytes>. Sizes: 4 KiB (L1), 256 KiB (L2), 4 MiB (L3), 64 MiB (memory).
 //
 //   reduce_bench --benchmark_filter='reduce/avx512/f32/sum'
-//   reduce_bench --benchmark_min_time=0.2 --benchmark_repetitions=3 \
-//       --benchmark_report_aggregates_only=true
+//   reduce_bench --benchmark_min_time=0.2 --benchmark_repetitions=3
+//       --benchmark_report_aggregates_only=true     (one command line)
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
