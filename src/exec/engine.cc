@@ -37,6 +37,9 @@ class DirectPin {
   bool ok_;
 };
 
+/// Smallest piece stored with non-temporal stores (BRAID_STREAM_STORES).
+constexpr uint64_t kStreamMinBytes = 4096;
+
 /// Bounce size for receive steps that send nothing (no slot to fill): stays in L2.
 constexpr uint64_t kRecvBounce = 256 << 10;
 
@@ -290,8 +293,11 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
 void PlanRun::emit(char* dst, char* slot, const char* in, const char* local, uint64_t n,
                    uint8_t flags, bool reduce, bool streamSlot) {
   const size_t ts = red_.typeSize();
-  const bool streamDst = dst && streamOut_;
-  streamSlot = slot && streamSlot;
+  // Tiny pieces stay in cache: a partial line of non-temporal stores is flushed to
+  // memory on its own, which costs more than the cache-to-cache transfer it avoids.
+  const bool big = n >= kStreamMinBytes;
+  const bool streamDst = dst && streamOut_ && big;
+  streamSlot = slot && streamSlot && big;
   if (!streamDst && !streamSlot) {  // plain stores: the fused kernels
     if (reduce && dst && slot) red_.reduce2(dst, slot, in, local, n / ts, flags);
     else if (reduce) red_.reduce(dst ? dst : slot, in, local, n / ts, flags);
