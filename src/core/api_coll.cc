@@ -105,6 +105,8 @@ ncclResult_t submit(OpRecord op) {
     if (inGroup()) groupNoteError(r);
     return r;
   }
+  // Nothing to move (as NCCL): done once validated, without a trip through the executor.
+  if (op.count == 0) return ncclSuccess;
   if (int(op.op) >= int(ncclNumOps) && ruleFor(op.coll).reduces)
     op.userOp = op.comm->userOps[size_t(op.op) - size_t(ncclNumOps)];
   BRAID_INFO(kLogColl, "%s: opCount %llu sendbuff %p recvbuff %p count %zu datatype %d op %d "
