@@ -63,8 +63,6 @@ struct BenchOptions {
 /// Parse argv; prints usage and returns false on error or -h (*exitCode set).
 bool parseBenchOptions(int argc, char** argv, const char* program, BenchOptions* opt,
                        int* exitCode);
-/// Parse a size with an optional K/M/G suffix (powers of 1024), as perf/options.cc.
-bool parseSize(const std::string& text, size_t* out);
 /// The requested sizes of the sweep, in perf/common.cc's order and rounding.
 std::vector<size_t> sweepSizes(const BenchOptions& opt);
 

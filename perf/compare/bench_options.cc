@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "perf/compare/bench.h"
+#include "perf/options.h"
 
 namespace braid_compare {
 
@@ -144,28 +145,6 @@ bool collReduces(Coll c) {
   return c == Coll::kAllReduce || c == Coll::kReduceScatter || c == Coll::kReduce;
 }
 
-bool parseSize(const std::string& text, size_t* out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || end == text.c_str() || v < 0) return false;
-  double mult = 1;
-  const std::string suffix(end);
-  if (suffix == "K" || suffix == "k")
-    mult = 1024.0;
-  else if (suffix == "M" || suffix == "m")
-    mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g")
-    mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty())
-    return false;
-  const double bytes = v * mult;
-  if (bytes > 1e15) return false;
-  *out = static_cast<size_t>(bytes);
-  return true;
-}
-
 std::vector<size_t> sweepSizes(const BenchOptions& o) {
   std::vector<size_t> out;
   for (size_t bytes = o.minBytes; bytes <= o.maxBytes;) {
@@ -196,13 +175,13 @@ bool parseBenchOptions(int argc, char** argv, const char* program, BenchOptions*
     const std::string arg = optarg ? optarg : "";
     switch (c) {
       case 'b':
-        ok = parseSize(arg, &opt->minBytes);
+        ok = braid_perf::parseSize(arg, &opt->minBytes);
         break;
       case 'e':
-        ok = parseSize(arg, &opt->maxBytes);
+        ok = braid_perf::parseSize(arg, &opt->maxBytes);
         break;
       case 'i':
-        ok = parseSize(arg, &opt->stepBytes) && opt->stepBytes > 0;
+        ok = braid_perf::parseSize(arg, &opt->stepBytes) && opt->stepBytes > 0;
         break;
       case 'f': {
         char* end = nullptr;

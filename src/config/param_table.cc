@@ -58,8 +58,9 @@ const IntParam kCmaMinBytes("BRAID_CMA_MIN_BYTES", 65536,
     "copied through the FIFO.");
 const BoolParam kStreamStores("BRAID_STREAM_STORES", true,
     "Write data for another rank into FIFO slots with non-temporal stores, so its core "
-    "reads it from memory instead of pulling dirty lines out of ours (4-6x faster on the "
-    "machines measured; see docs/performance.md). 0: plain stores.");
+    "reads it from memory instead of pulling dirty lines out of ours: up to 5x faster "
+    "where cores share no cache, slower at medium sizes where they do (docs/performance.md;"
+    " measure with perf's handoff probe). 0: plain stores.");
 const IntParam kStreamOutputBytes("BRAID_STREAM_OUTPUT_BYTES", 0,
     "A collective writing at least this many bytes of results stores them with "
     "non-temporal stores (they would not stay in cache anyway); 0 (default: no gain "

@@ -1,7 +1,8 @@
 // streamCopy: memcpy for bytes another core will read next (FIFO slots). Non-temporal
 // stores send the lines to memory instead of leaving them dirty in this core's cache;
-// on the machines measured (docs/performance.md) a reader on another core then gets
-// them 4-6x faster than by cache-to-cache transfer of dirty lines. Call streamFence()
+// where the reader's core shares no cache with ours it then gets them up to 5x faster
+// than by transfer of dirty lines (docs/performance.md; perf/handoff.cc measures it).
+// Call streamFence()
 // before publishing the data (the stores are weakly ordered).
 #pragma once
 #include <cstddef>

@@ -93,18 +93,6 @@ TEST(CompareSweep, FractionalFactorAndAdditiveStep) {
   EXPECT_EQ(braid_compare::sweepSizes(o), (std::vector<size_t>{0, 1, 2}));
 }
 
-TEST(CompareOptions, SizesParseAsThePerfSuite) {
-  for (const char* text : {"8", "1K", "4k", "256M", "1G", "1.5M", "0"}) {
-    size_t a = 1, b = 2;
-    ASSERT_TRUE(braid_compare::parseSize(text, &a)) << text;
-    ASSERT_TRUE(braid_perf::parseSize(text, &b)) << text;
-    EXPECT_EQ(a, b) << text;
-  }
-  size_t x = 0;
-  EXPECT_FALSE(braid_compare::parseSize("12Q", &x));
-  EXPECT_FALSE(braid_compare::parseSize("", &x));
-}
-
 TEST(CompareOptions, CommandLine) {
   const char* args[] = {"bench", "-b",         "1K", "-e",      "4M",
                         "-f",    "4",          "-n", "7",       "-w",
