@@ -23,5 +23,15 @@ bool broadcastDirect(const PlanArgs& args, const PlanParams& params, Plan* plan)
 bool reduceDirect(const PlanArgs& args, const PlanParams& params, Plan* plan);
 bool sendRecvP2p(const PlanArgs& args, const PlanParams& params, Plan* plan);
 
+// Topology-aware and latency-optimal algorithms.
+bool allReduceTree(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allReduceRabenseifner(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allGatherBruck(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allToAllBruck(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allReduceHier(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allGatherHier(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool reduceScatterHier(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allToAllHier(const PlanArgs& args, const PlanParams& params, Plan* plan);
+
 }  // namespace builders
 }  // namespace braid

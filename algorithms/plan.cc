@@ -45,6 +45,7 @@ const char* bufName(Buf b) {
   switch (b) {
     case Buf::kSend: return "send";
     case Buf::kRecv: return "recv";
+    case Buf::kScratch: return "scratch";
     case Buf::kNone: break;
   }
   return "-";

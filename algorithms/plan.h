@@ -12,19 +12,27 @@
 //    plan on the same channel (streams are byte streams, slicing need not match).
 //  * The dst of a Recv or RecvCopySend step holds final data: no later step of the
 //    plan writes it (the executor may forward it from there as a zero-copy entry).
+//    Buf::kScratch is the exception: the plan's own working memory, which steps may
+//    write again after sending it (the executor never sends it as a zero-copy entry).
 //  * A step moving data around a cycle of ranks moves at most PlanParams::chunkBytes,
 //    which the executor guarantees is at most half a connection's FIFO capacity, so
 //    ring algorithms cannot deadlock. The simulator checks this for every builder.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace braid {
 
 /// Which user buffer a Region lives in.
-enum class Buf : uint8_t { kSend = 0, kRecv = 1, kNone = 2 };
+enum class Buf : uint8_t {
+  kSend = 0,
+  kRecv = 1,
+  kNone = 2,
+  kScratch = 3,  ///< executor-owned working memory of Plan::scratchElems elements
+};
 
 /// Elements [offset, offset+count) of one buffer, in units of the op's datatype.
 struct Region {
@@ -76,6 +84,11 @@ struct Plan {
   std::vector<Program> programs;
   std::string algorithm;  ///< builder name, for logs
   uint64_t outputElems = 0;  ///< elements the steps write to dst regions (set by the tuner)
+  uint64_t scratchElems = 0; ///< size of Buf::kScratch (set by the builder; 0: none)
+  /// Largest piece the executor moves through a FIFO slot at once (the protocol, set by
+  /// the tuner); 0: a whole slot. Every step around a cycle must then fit in half of
+  /// nslots * sliceBytes (the tuner chooses PlanParams::chunkBytes so).
+  uint64_t sliceBytes = 0;
   size_t stepCount() const;
   /// Human-readable dump (one line per step), for NCCL_DEBUG_SUBSYS=PLAN and tests.
   std::string toString() const;
@@ -105,6 +118,29 @@ struct P2pOp {
   uint64_t count = 0;
 };
 
+/// Where the ranks are, for topology-aware builders (computed once per communicator
+/// from the host identities and the topology, identical on every rank).
+struct RankLayout {
+  int nNodes = 1;
+  std::vector<int> nodeOf;                 ///< rank -> node (numbered by first rank)
+  std::vector<int> localRank;              ///< rank -> index within its node's list
+  std::vector<std::vector<int>> nodeRanks; ///< node -> its ranks, in intra-node ring order
+  std::vector<int> ring;                   ///< ring position -> rank (node after node)
+  /// All ranks on one node, ring 0..n-1.
+  static RankLayout flat(int nranks);
+  /// From rank -> node ids (any values; nodes are renumbered by first rank); each
+  /// node's ranks keep ascending order unless `intraOrder` (rank -> sort key) is given.
+  static RankLayout fromNodes(const std::vector<int>& nodeIds,
+                              const std::vector<int>& intraOrder = {});
+  /// Every node has the same number of ranks (what the hierarchical builders need).
+  bool uniform() const;
+  int ranksPerNode() const { return nodeRanks.empty() ? 0 : int(nodeRanks[0].size()); }
+  /// Position of `rank` in `ring`.
+  int ringPosition(int rank) const;
+  /// "2 nodes x 2 ranks" / "3 nodes (2,2,1 ranks)" for logs.
+  std::string describe() const;
+};
+
 /// Everything a builder may look at. Pure data: no pointers to user memory.
 struct PlanArgs {
   Coll coll = Coll::kAllReduce;
@@ -118,7 +154,13 @@ struct PlanArgs {
   int root = 0;
   bool inPlace = false;   ///< sendbuff and recvbuff are the same (with NCCL's offset rule)
   std::vector<P2pOp> p2p; ///< kSendRecv only
+  /// Where the ranks are; nullptr means RankLayout::flat(nranks). Builders read it
+  /// through layoutOf(args).
+  std::shared_ptr<const RankLayout> layout;
 };
+
+/// args.layout, or a flat layout of args.nranks ranks.
+const RankLayout& layoutOf(const PlanArgs& args);
 
 /// Executor-chosen parameters the builder must honour.
 struct PlanParams {

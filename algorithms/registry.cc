@@ -44,6 +44,30 @@ const std::vector<Algorithm>& allAlgorithms() {
       {Coll::kReduceScatter, "direct", nullptr,
        "one shot: every rank sends block j to rank j, which reduces (small messages)",
        builders::reduceScatterDirect, true},
+      {Coll::kAllReduce, "tree", "Tree",
+       "double binary tree, pipelined: reduce up, broadcast down (half the data per tree)",
+       builders::allReduceTree},
+      {Coll::kAllReduce, "rabenseifner", nullptr,
+       "recursive halving reduce-scatter then recursive doubling all-gather",
+       builders::allReduceRabenseifner},
+      {Coll::kAllReduce, "hier", nullptr,
+       "intra-node reduce-scatter, inter-node all-reduce per local rank, intra-node "
+       "all-gather", builders::allReduceHier},
+      {Coll::kAllGather, "bruck", nullptr,
+       "Bruck: log2(n) rounds, round k sends 2^k blocks to r-2^k (small messages)",
+       builders::allGatherBruck, true},
+      {Coll::kAllGather, "hier", nullptr,
+       "intra-node gather to each local rank's column, inter-node ring per local rank, "
+       "intra-node all-gather", builders::allGatherHier},
+      {Coll::kReduceScatter, "hier", nullptr,
+       "intra-node reduce-scatter by node block, inter-node reduce-scatter per local rank",
+       builders::reduceScatterHier},
+      {Coll::kAllToAll, "bruck", nullptr,
+       "Bruck: log2(n) rounds through scratch, round k forwards blocks with bit k set "
+       "(small messages)", builders::allToAllBruck, true},
+      {Coll::kAllToAll, "hier", nullptr,
+       "node-aware: blocks for a node aggregated at one local rank, one inter-node "
+       "exchange per node pair, then scattered inside the node", builders::allToAllHier},
       {Coll::kSendRecv, "p2p", nullptr, "one program per peer and direction, ops in order",
        builders::sendRecvP2p},
   };

@@ -20,9 +20,12 @@ std::string where(int rank, size_t prog, size_t step, const Step& s) {
 
 std::string checkRegion(const Region& r, const SimRank& rk) {
   if (r.buf == Buf::kNone) return "";
-  const uint64_t limit = r.buf == Buf::kSend ? rk.sendElems : rk.recvElems;
+  const uint64_t limit = r.buf == Buf::kSend      ? rk.sendElems
+                         : r.buf == Buf::kScratch ? rk.plan->scratchElems
+                                                  : rk.recvElems;
   if (r.offset > limit || r.count > limit - r.offset)
-    return std::string(r.buf == Buf::kSend ? "send" : "recv") + " region [" +
+    return std::string(r.buf == Buf::kSend ? "send" : r.buf == Buf::kScratch ? "scratch" : "recv") +
+           " region [" +
            std::to_string(r.offset) + ", +" + std::to_string(r.count) +
            ") outside the buffer of " + std::to_string(limit) + " elements";
   return "";
@@ -160,9 +163,18 @@ SimResult Simulator::run(const std::vector<SimRank>& ranks) {
   std::vector<std::unique_ptr<Conns>> conns;
   std::vector<PlanRun> runs;
   runs.reserve(ranks.size());
+  // Scratch memory (Buf::kScratch) the caller did not provide, filled with a pattern so
+  // a plan reading scratch it never wrote shows up as wrong results.
+  std::vector<std::vector<unsigned char>> scratch(static_cast<size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r) {
     conns.push_back(std::make_unique<Conns>(this, r));
-    runs.emplace_back(ranks[r].plan, ranks[r].bufs, ranks[r].reducer, conns.back().get(),
+    PlanBuffers bufs = ranks[r].bufs;
+    const uint64_t elems = ranks[r].plan ? ranks[r].plan->scratchElems : 0;
+    if (elems && !bufs.scratch) {
+      scratch[size_t(r)].assign(size_t(elems * 8), 0xA5);
+      bufs.scratch = scratch[size_t(r)].data();
+    }
+    runs.emplace_back(ranks[r].plan, bufs, ranks[r].reducer, conns.back().get(),
                       ranks[r].allowDirect);
   }
   for (;;) {

@@ -17,7 +17,18 @@ const StringParam kAlgo("NCCL_ALGO", "",
     "Algorithms allowed, e.g. 'Ring' or '^Ring' or 'allreduce:ring;broadcast:chain' "
     "(case-insensitive). Empty: the tuner chooses.");
 const StringParam kProto("NCCL_PROTO", "",
-    "Protocols allowed (Simple, LL, LL128; '^' excludes). The host path implements Simple.");
+    "Protocols allowed: Simple (whole FIFO slots), LL128 (64 KiB pieces), LL (8 KiB "
+    "pieces); same syntax as NCCL_ALGO. Empty: the tuner chooses.");
+const StringParam kTunerModel("BRAID_TUNER_MODEL", "",
+    "File of cost-model parameters (key=value lines: intra_alpha_us, intra_gbps, "
+    "inter_alpha_us, inter_gbps, nic_gbps, reduce_gbps, step_us), e.g. written by "
+    "perf/calibrate.py from perf-suite results. Empty: defaults from the topology. Rank "
+    "0's model applies to the whole communicator.");
+const StringParam kTopoFile("NCCL_TOPO_FILE", "",
+    "Load the node topology from this XML file instead of detecting it with hwloc.");
+const StringParam kTopoDumpFile("NCCL_TOPO_DUMP_FILE", "",
+    "Write the node topology (detected or loaded) to this XML file at the first "
+    "communicator's init.");
 const IntParam kMinNChannels("NCCL_MIN_NCHANNELS", 1,
     "Minimum number of channels (independent connection sets) per collective.");
 const IntParam kMaxNChannels("NCCL_MAX_NCHANNELS", 1,

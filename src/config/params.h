@@ -65,6 +65,9 @@ extern const StringParam kDebugFile;     // NCCL_DEBUG_FILE
 // Algorithm selection
 extern const StringParam kAlgo;          // NCCL_ALGO
 extern const StringParam kProto;         // NCCL_PROTO
+extern const StringParam kTunerModel;    // BRAID_TUNER_MODEL
+extern const StringParam kTopoFile;      // NCCL_TOPO_FILE
+extern const StringParam kTopoDumpFile;  // NCCL_TOPO_DUMP_FILE
 extern const IntParam kMinNChannels;     // NCCL_MIN_NCHANNELS
 extern const IntParam kMaxNChannels;     // NCCL_MAX_NCHANNELS
 extern const IntParam kSmallMsgBytes;    // BRAID_SMALL_MSG_BYTES

@@ -45,6 +45,8 @@ struct Task {
   std::shared_ptr<const Plan> plan;
   Reducer red;
   PlanRun run;
+  /// The plan's Buf::kScratch working memory (kept across reuses of this Task).
+  std::vector<uint64_t> scratch;
   Task* nextInLane = nullptr;
 };
 
@@ -157,7 +159,14 @@ ncclResult_t makeTask(Comm* comm, const OpRecord& op, Task* t) {
   t->op = op;
   t->red = makeReducer(comm, op);
   bool direct = op.coll == Coll::kSendRecv ? op.isSend : !args.inPlace;
-  t->run.start(t->plan.get(), PlanBuffers{op.sendbuff, op.recvbuff}, t->red, comm, direct);
+  void* scratch = nullptr;
+  if (t->plan->scratchElems) {
+    const uint64_t bytes = t->plan->scratchElems * args.typeSize;
+    if (t->scratch.size() * 8 < bytes) t->scratch.resize(size_t((bytes + 7) / 8));
+    scratch = t->scratch.data();
+  }
+  t->run.start(t->plan.get(), PlanBuffers{op.sendbuff, op.recvbuff, scratch}, t->red, comm,
+               direct);
   return ncclSuccess;
 }
 

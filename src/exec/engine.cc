@@ -98,8 +98,9 @@ void PlanRun::start(const Plan* plan, PlanBuffers bufs, const Reducer& red, Conn
 }
 
 char* PlanRun::regionPtr(const Region& r) const {
-  char* base = r.buf == Buf::kSend ? const_cast<char*>(static_cast<const char*>(bufs_.send))
-                                   : static_cast<char*>(bufs_.recv);
+  char* base = r.buf == Buf::kSend      ? const_cast<char*>(static_cast<const char*>(bufs_.send))
+               : r.buf == Buf::kScratch ? static_cast<char*>(bufs_.scratch)
+                                        : static_cast<char*>(bufs_.recv);
   return base + r.offset * red_.typeSize();
 }
 
@@ -190,7 +191,7 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
           noteDirect(out, s.sendPeer);
           break;
         }
-        uint64_t n = std::min<uint64_t>(total - ps.done, out->slotBytes());
+        uint64_t n = std::min<uint64_t>(total - ps.done, slice(out));
         emit(nullptr, slot, src + ps.done, nullptr, n, flags & kPreOp, false, stream);
         out->commit(n);
         ps.done += n;
@@ -232,8 +233,9 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         if (!reduce && in->frontIsRemote()) {
           // Straight into place; the final bytes are then forwarded from dst, which no
           // later step writes: as a direct entry where the next rank can read us.
-          const bool forwardDirect = n >= conns_->directMinBytes(s.sendPeer, s.channel);
-          if (!forwardDirect) n = std::min<uint64_t>(n, out->slotBytes());
+          const bool forwardDirect = s.dst.buf != Buf::kScratch &&
+                                     n >= conns_->directMinBytes(s.sendPeer, s.channel);
+          if (!forwardDirect) n = std::min<uint64_t>(n, slice(out));
           char* to = dst + ps.done;
           if (!pull(in, s.recvPeer, to, p, n)) return true;
           if (forwardDirect) {
@@ -247,8 +249,8 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
           ps.done += n;
           continue;
         }
-        n = std::min<uint64_t>(n, out->slotBytes());
-        if (in->frontIsRemote() && !pullBounce(in, s.recvPeer, &p, &n, out->slotBytes()))
+        n = std::min<uint64_t>(n, slice(out));
+        if (in->frontIsRemote() && !pullBounce(in, s.recvPeer, &p, &n, slice(out)))
           return true;
         const bool keep = s.kind != StepKind::kRecvReduceSend;
         emit(keep ? dst + ps.done : nullptr, slot, p, reduce ? src + ps.done : nullptr, n,

@@ -47,6 +47,7 @@ class ConnTable {
 struct PlanBuffers {
   const void* send = nullptr;
   void* recv = nullptr;
+  void* scratch = nullptr;  ///< Plan::scratchElems elements, owned by the caller
 };
 
 enum class RunState { kRunning, kDone, kError };
@@ -96,6 +97,11 @@ class PlanRun {
   /// this thread's bounce buffer and points *p at it.
   bool pullBounce(FifoReceiver* in, int peer, const char** p, uint64_t* n, uint64_t capacity);
   char* regionPtr(const Region& r) const;
+  /// Largest piece moved into one slot of `out` (Plan::sliceBytes, the protocol).
+  uint64_t slice(const FifoSender* out) const {
+    const uint64_t slot = out->slotBytes();
+    return plan_->sliceBytes && plan_->sliceBytes < slot ? plan_->sliceBytes : slot;
+  }
 
   const Plan* plan_ = nullptr;
   PlanBuffers bufs_;

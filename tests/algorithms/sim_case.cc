@@ -84,6 +84,11 @@ std::string CaseSpec::describe() const {
   s += inPlace ? " in-place" : " out-of-place";
   s += std::string(" setup=") + setup.name;
   if (allowDirect) s += " direct";
+  if (layout) {
+    s += " layout=" + layout->describe() + " ring=";
+    for (size_t i = 0; i < layout->ring.size(); ++i)
+      s += (i ? "," : "") + std::to_string(layout->ring[i]);
+  }
   return s;
 }
 
@@ -106,6 +111,7 @@ CaseResult runCase(const CaseSpec& spec) {
     args.typeSize = ts;
     args.root = spec.root;
     args.inPlace = spec.inPlace;
+    args.layout = spec.layout;
     plans[r].algorithm = spec.algo->name;
     if (!spec.algo->build(args, spec.setup.params, &plans[r])) {
       if (r > 0) {

@@ -4,6 +4,7 @@
 // untouched non-output regions, guard zones around each buffer).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "algorithms/plan.h"
@@ -33,6 +34,8 @@ struct CaseSpec {
   bool inPlace = false;
   Setup setup = setupAt(0);
   bool allowDirect = false;  ///< zero-copy entries (out of place only)
+  /// Where the ranks are (nullptr: one node); must have nranks entries.
+  std::shared_ptr<const RankLayout> layout;
   std::string describe() const;
 };
 

@@ -1,0 +1,55 @@
+// Cost model: an alpha-beta prediction of one collective's time for each algorithm,
+// from the ranks' layout (nodes) and per-link parameters. The tuner compares the
+// predictions to choose (src/core/tuner.cc); the scale tool prints them for described
+// machines (src/tools/braid_sim.cc); ncclGroupSimulateEnd returns them.
+//
+// The formulas are the algorithms' critical paths: steps on the path times (alpha +
+// bytes / bandwidth of the link the step crosses), with pipelining where the plan
+// pipelines (chunks along chains and trees) and shared node NICs where several ranks
+// cross nodes at once. They are written per algorithm in algorithms/cost.cc, next to
+// the builders they describe.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "algorithms/plan.h"
+
+namespace braid {
+
+/// One kind of link: latency per message and bandwidth per direction.
+struct LinkCost {
+  double alphaUs = 1.0;   ///< fixed cost of one step over the link (software + wire latency)
+  double gbps = 10.0;     ///< GB/s one rank moves over it in one direction
+};
+
+/// What the tuner knows about the machine (from the topology, calibratable with
+/// BRAID_TUNER_MODEL). Identical on every rank of a communicator (rank 0's is used).
+struct CostModel {
+  LinkCost intra;          ///< between ranks of one node (local, shm, p2p)
+  LinkCost inter;          ///< between nodes (net_socket, later RDMA/UCX)
+  double nicGbps = 12.5;   ///< GB/s of one node's network, shared by its ranks
+  double reduceGbps = 20;  ///< GB/s of reduction input one rank combines
+  double stepUs = 0.3;     ///< executor overhead per step (both ends)
+  /// Reads "key=value" lines (intra_alpha_us, intra_gbps, inter_alpha_us, inter_gbps,
+  /// nic_gbps, reduce_gbps, step_us); false and *err on a bad line or key.
+  bool parse(const std::string& text, std::string* err);
+  std::string toString() const;  ///< the same format, one line per key
+};
+
+/// One prediction request.
+struct CostQuery {
+  Coll coll = Coll::kAllReduce;
+  int nranks = 1;
+  uint64_t bytes = 0;        ///< nccl-tests' size: the larger of the send and recv buffers
+  const RankLayout* layout = nullptr;  ///< nullptr: one node
+  int nChannels = 1;
+  uint64_t chunkBytes = 1 << 20;  ///< pipelining unit of chains and trees
+  uint64_t sliceBytes = 512 << 10;  ///< the protocol's piece size
+  const CostModel* model = nullptr;
+};
+
+/// Predicted microseconds of `algorithm` (its registry name) for the query, or a
+/// negative value if the model has no formula for it (the tuner then ranks it last).
+double predictUs(const char* algorithm, const CostQuery& q);
+
+}  // namespace braid
