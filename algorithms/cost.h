@@ -30,8 +30,10 @@ struct CostModel {
   double nicGbps = 12.5;   ///< GB/s of one node's network, shared by its ranks
   double reduceGbps = 20;  ///< GB/s of reduction input one rank combines
   double stepUs = 0.3;     ///< executor overhead per step (both ends)
+  double sliceUs = 0.05;   ///< overhead per FIFO slot moved (protocol pieces)
   /// Reads "key=value" lines (intra_alpha_us, intra_gbps, inter_alpha_us, inter_gbps,
-  /// nic_gbps, reduce_gbps, step_us); false and *err on a bad line or key.
+  /// nic_gbps, reduce_gbps, step_us, slice_us; '#' comments); false and *err on a bad
+  /// line or key (the model is then unchanged).
   bool parse(const std::string& text, std::string* err);
   std::string toString() const;  ///< the same format, one line per key
 };

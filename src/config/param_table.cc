@@ -31,8 +31,9 @@ const StringParam kTopoDumpFile("NCCL_TOPO_DUMP_FILE", "",
     "communicator's init.");
 const IntParam kMinNChannels("NCCL_MIN_NCHANNELS", 1,
     "Minimum number of channels (independent connection sets) per collective.");
-const IntParam kMaxNChannels("NCCL_MAX_NCHANNELS", 1,
-    "Maximum number of channels per collective.");
+const IntParam kMaxNChannels("NCCL_MAX_NCHANNELS", 2,
+    "Maximum number of channels per collective. The tuner goes above NCCL_MIN_NCHANNELS "
+    "only where an algorithm gains from it (the double binary tree: one per tree).");
 
 const IntParam kSmallMsgBytes("BRAID_SMALL_MSG_BYTES", 32768,
     "Messages up to this many bytes (the larger of the send and receive buffers) use the "

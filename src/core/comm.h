@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "algorithms/cost.h"
 #include "algorithms/plan.h"
 #include "nccl.h"
 #include "src/bootstrap/bootstrap.h"
@@ -26,7 +27,8 @@ namespace braid {
 struct CommSettings {
   bool blocking = true;
   FifoGeometry geometry;
-  int nChannels = 1;
+  int nChannels = 1;      ///< channels every plan may use (NCCL_MIN_NCHANNELS)
+  int maxChannels = 2;    ///< channels a plan may use (NCCL_MAX_NCHANNELS)
   int timeoutMs = 300000;
   int bootstrapTimeoutMs = 120000;
   int peerCheckMs = 200;
@@ -57,6 +59,11 @@ struct Comm : public ConnTable {
   CommSettings settings;
   std::unique_ptr<Bootstrap> bootstrap;
   std::vector<PeerInfo> peers;
+  /// Nodes and ring order (from the host identities and the topology), for the tuner
+  /// and the topology-aware builders; identical on every rank.
+  std::shared_ptr<const RankLayout> layout;
+  /// The tuner's cost model (rank 0's, so every rank decides alike).
+  CostModel model;
 
   // ---- state ---------------------------------------------------------------
   std::atomic<bool> abortFlag{false};    ///< ncclCommAbort / revoke / fatal error

@@ -18,6 +18,7 @@
 #include "src/core/comm.h"
 #include "src/core/error.h"
 #include "src/core/group.h"
+#include "src/core/machine.h"
 
 namespace braid {
 namespace {
@@ -58,6 +59,8 @@ struct InitRecord {
   uint32_t fifoSlots;
   uint64_t smallMsgBytes;
   int32_t nChannels;
+  int32_t maxChannels;
+  CostModel model;
 };
 
 CommSettings readSettings(const ncclConfig_t& cfg) {
@@ -73,6 +76,7 @@ CommSettings readSettings(const ncclConfig_t& cfg) {
   s.nChannels = int(std::max<int64_t>(1, std::min<int64_t>(std::max(minCh, int64_t(1)),
                                                           std::max<int64_t>(maxCh, 1))));
   s.nChannels = std::min(s.nChannels, 32);
+  s.maxChannels = int(std::max<int64_t>(s.nChannels, std::min<int64_t>(maxCh, 32)));
   s.timeoutMs = int(param::kTimeoutMs.get());
   s.bootstrapTimeoutMs = int(param::kBootstrapTimeoutMs.get());
   s.peerCheckMs = int(std::max<int64_t>(1, param::kPeerCheckMs.get()));
@@ -127,13 +131,6 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
     logMessage(LogLevel::kVersion, kLogInit, __FILE__, __LINE__,
                "Braid %s (NCCL API %d.%d.%d), host executor, transports local/shm/socket",
                BRAID_VERSION_STRING, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
-    std::string proto = param::kProto.get();
-    std::transform(proto.begin(), proto.end(), proto.begin(), ::tolower);
-    const bool negated = !proto.empty() && proto[0] == '^';
-    const bool namesSimple = proto.find("simple") != std::string::npos;
-    if (!proto.empty() && negated == namesSimple)
-      BRAID_WARN("NCCL_PROTO=%s does not allow Simple, the only protocol of the host path; "
-                 "using Simple", proto.c_str());
   });
   comm->rank = rank;
   comm->nranks = nranks;
@@ -160,24 +157,32 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   me.fifoCapacity = comm->settings.geometry.capacity();
   me.fifoSlots = comm->settings.geometry.nslots;
   me.nChannels = comm->settings.nChannels;
+  me.maxChannels = comm->settings.maxChannels;
   me.smallMsgBytes = comm->settings.smallMsgBytes;
+  r = loadCostModel(comm, &me.model);
+  if (r != ncclSuccess) return finish(r);
   r = comm->bootstrap->allGather(all.data(), sizeof(InitRecord));
   if (r != ncclSuccess) return finish(r);
   for (const InitRecord& o : all) {
     if (o.fifoCapacity != me.fifoCapacity || o.fifoSlots != me.fifoSlots ||
-        o.nChannels != me.nChannels)
+        o.nChannels != me.nChannels || o.maxChannels != me.maxChannels)
       return finish(setError(ncclInvalidUsage, comm,
                              "ncclCommInitRank: rank %d uses NCCL_BUFFSIZE/BRAID_FIFO_SLOTS/"
-                             "channels %llu/%u/%d but rank %d uses %llu/%u/%d; they must match",
+                             "min/max channels %llu/%u/%d/%d but rank %d uses %llu/%u/%d/%d; "
+                             "they must match",
                              o.info.rank, static_cast<unsigned long long>(o.fifoCapacity),
-                             o.fifoSlots, o.nChannels, rank,
+                             o.fifoSlots, o.nChannels, o.maxChannels, rank,
                              static_cast<unsigned long long>(me.fifoCapacity), me.fifoSlots,
-                             me.nChannels));
+                             me.nChannels, me.maxChannels));
     comm->peers.push_back(o.info);
   }
   comm->commHash = fnv1a(&id, sizeof(id));
   // Every rank must build the same plans: rank 0's small-message threshold applies.
   comm->settings.smallMsgBytes = all[0].smallMsgBytes;
+  // ... and rank 0's cost model; the layout comes from the host identities.
+  comm->model = all[0].model;
+  comm->layout = std::make_shared<const RankLayout>(makeLayout(comm->peers));
+  BRAID_INFO(kLogGraph, "layout: %s", comm->layout->describe().c_str());
   // Waiting ranks spin only while every rank of this host can have a core; with more
   // ranks than cores a spinning rank steals the core its peer needs, so yield at once.
   if (param::kSpinUs.raw() == nullptr) {

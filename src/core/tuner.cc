@@ -2,13 +2,17 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 
+#include "algorithms/cost.h"
 #include "algorithms/registry.h"
 #include "src/config/params.h"
 #include "src/core/comm.h"
 #include "src/core/error.h"
+#include "src/config/log.h"
 
 namespace braid {
 namespace {
@@ -86,15 +90,100 @@ bool algoAllowed(const std::string& specIn, Coll coll, const char* name, const c
   return haveGeneric ? listAllows(generic, me, alias) : true;
 }
 
-ncclResult_t makePlan(Comm* comm, const PlanArgs& args, std::shared_ptr<const Plan>* out) {
-  PlanParams params;
-  uint64_t half = comm->settings.geometry.capacity() / 2;
-  params.chunkBytes = std::max<uint64_t>(64, half & ~uint64_t(63));
-  params.nChannels = comm->settings.nChannels;
+const std::vector<Protocol>& protocols() {
+  static const std::vector<Protocol> table = {
+      {"Simple", 0}, {"LL128", 64 << 10}, {"LL", 8 << 10}};
+  return table;
+}
 
-  const bool cacheable = args.coll != Coll::kSendRecv;
-  const Comm::PlanKey key{args.count, uint32_t(args.typeSize), int32_t(args.root),
-                          uint8_t(args.coll), args.inPlace};
+bool protoAllowed(const std::string& spec, Coll coll, const char* name) {
+  return algoAllowed(spec, coll, name, nullptr);
+}
+
+namespace {
+
+/// Channels an algorithm wants (the double binary tree: one per tree).
+int preferredChannels(const Algorithm& a) { return std::string(a.name) == "tree" ? 2 : 1; }
+
+struct Candidate {
+  const Algorithm* algo;
+  const Protocol* proto;
+  PlanParams params;
+  uint64_t slice;
+  double us;  ///< predicted; +inf when the model has no formula
+};
+
+std::string fmtBytes(uint64_t b) {
+  char buf[32];
+  if (b >= (1u << 20) && b % (1u << 20) == 0)
+    snprintf(buf, sizeof(buf), "%lluM", static_cast<unsigned long long>(b >> 20));
+  else if (b >= 1024 && b % 1024 == 0)
+    snprintf(buf, sizeof(buf), "%lluK", static_cast<unsigned long long>(b >> 10));
+  else
+    snprintf(buf, sizeof(buf), "%llu", static_cast<unsigned long long>(b));
+  return buf;
+}
+
+}  // namespace
+
+std::vector<TuneChoice> rankChoices(const TuneInput& in) {
+  const uint64_t bytes = messageBytes(in.args);
+  const bool small = bytes <= in.smallMsgBytes && in.args.nranks <= kDirectMaxRanks;
+  std::vector<Candidate> cands;
+  // Pass 0: what NCCL_ALGO / NCCL_PROTO allow. Pass 1 (only if pass 0 found nothing,
+  // e.g. NCCL_ALGO=CollNet): everything, with a warning from the caller.
+  for (int pass = 0; pass < 2 && cands.empty(); ++pass) {
+    const bool any = pass == 1;
+    for (const Algorithm& a : allAlgorithms()) {
+      if (a.coll != in.args.coll) continue;
+      const bool named = !in.algoSpec.empty() && !any &&
+                         algoAllowed(in.algoSpec, a.coll, a.name, a.ncclName);
+      if (!any && !algoAllowed(in.algoSpec, a.coll, a.name, a.ncclName)) continue;
+      // One-shot algorithms cost a connection per peer and n-1 copies: only for small
+      // messages on small groups, unless NCCL_ALGO asks for them.
+      if (a.small && !small && !(named && in.algoSpec[0] != '^')) continue;
+      for (const Protocol& pr : protocols()) {
+        if (!any && !protoAllowed(in.protoSpec, a.coll, pr.name)) continue;
+        Candidate c{&a, &pr, {}, 0, 0};
+        c.slice = pr.sliceBytes == 0 || pr.sliceBytes > in.geometry.slotBytes
+                      ? in.geometry.slotBytes : pr.sliceBytes;
+        if (pr.sliceBytes != 0 && c.slice == in.geometry.slotBytes && &pr != &protocols()[0])
+          continue;  // slots this small: the protocol is Simple
+        const uint64_t cap = uint64_t(in.geometry.nslots) * c.slice / 2;
+        c.params.chunkBytes = std::max<uint64_t>(64, cap & ~uint64_t(63));
+        c.params.nChannels =
+            std::max(in.minChannels, std::min(preferredChannels(a), in.maxChannels));
+        CostQuery q;
+        q.coll = in.args.coll;
+        q.nranks = in.args.nranks;
+        q.bytes = bytes;
+        q.layout = &layoutOf(in.args);
+        q.nChannels = c.params.nChannels;
+        q.chunkBytes = c.params.chunkBytes;
+        q.sliceBytes = c.slice;
+        q.model = &in.model;
+        const double us = predictUs(a.name, q);
+        c.us = us < 0 ? std::numeric_limits<double>::infinity() : us;
+        cands.push_back(c);
+      }
+    }
+  }
+  // Cheapest first; ties keep registry and protocol order (every rank decides alike).
+  // (Equal predictions: a one-shot algorithm first, it has the fewest steps.)
+  std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.us != b.us) return a.us < b.us;
+    return a.algo->small && !b.algo->small;
+  });
+  std::vector<TuneChoice> out;
+  for (const Candidate& c : cands)
+    out.push_back({c.algo, c.proto->name, c.params, c.slice, c.us});
+  return out;
+}
+
+ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const Plan>* out) {
+  const bool cacheable = argsIn.coll != Coll::kSendRecv;
+  const Comm::PlanKey key{argsIn.count, uint32_t(argsIn.typeSize), int32_t(argsIn.root),
+                          uint8_t(argsIn.coll), argsIn.inPlace};
   if (cacheable) {
     auto it = comm->planCache.find(key);
     if (it != comm->planCache.end()) {
@@ -102,41 +191,49 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& args, std::shared_ptr<const Pl
       return ncclSuccess;
     }
   }
+  PlanArgs args = argsIn;
+  if (!args.layout) args.layout = comm->layout;
 
-  const std::string spec = param::kAlgo.get();
-  // One shot costs a connection per peer and n-1 copies per op: small groups only.
-  const bool small = messageBytes(args) <= comm->settings.smallMsgBytes &&
-                     args.nranks <= kDirectMaxRanks;
-  // Pass 0: a small message takes a small-message algorithm NCCL_ALGO allows. Pass 1:
-  // the others NCCL_ALGO allows, in registry order (small-message ones too, at any
-  // size, when NCCL_ALGO names them). Passes 2 and 3: NCCL_ALGO allowed nothing (e.g.
-  // "Tree"): the same choice without it.
-  for (int pass = 0; pass < 4; ++pass) {
-    const bool any = pass >= 2, smallPass = pass % 2 == 0;
-    for (const Algorithm& a : allAlgorithms()) {
-      if (a.coll != args.coll) continue;
-      if (!any && !algoAllowed(spec, args.coll, a.name, a.ncclName)) continue;
-      if (smallPass && !(small && a.small)) continue;
-      if (!smallPass && a.small && (any || spec.empty())) continue;
-      auto plan = std::make_shared<Plan>();
-      if (!a.build(args, params, plan.get())) continue;
-      plan->algorithm = a.name;
-      for (const Program& prog : plan->programs)
-        for (const Step& st : prog.steps)
-          if (st.dst.buf != Buf::kNone) plan->outputElems += st.dst.count;
-      if (any)
-        BRAID_WARN("NCCL_ALGO='%s' allows no algorithm for %s; using %s", spec.c_str(),
-                   collName(args.coll), a.name);
-      BRAID_INFO(kLogTuning, "%s count %llu: algorithm %s, %zu steps, chunk %llu B",
-                 collName(args.coll), static_cast<unsigned long long>(args.count), a.name,
-                 plan->stepCount(), static_cast<unsigned long long>(params.chunkBytes));
-      if (cacheable) {
-        if (comm->planCache.size() > 4096) comm->planCache.clear();
-        comm->planCache[key] = plan;
+  TuneInput in{args, param::kAlgo.get(), param::kProto.get(), comm->model,
+               comm->settings.geometry, comm->settings.smallMsgBytes,
+               comm->settings.nChannels, comm->settings.maxChannels};
+  std::vector<TuneChoice> choices = rankChoices(in);
+  const bool restricted = !in.algoSpec.empty() || !in.protoSpec.empty();
+  for (const TuneChoice& ch : choices) {
+    auto plan = std::make_shared<Plan>();
+    if (!ch.algo->build(args, ch.params, plan.get())) continue;
+    plan->algorithm = ch.algo->name;
+    plan->protocol = ch.protocol;
+    plan->sliceBytes = ch.sliceBytes;
+    plan->nChannels = ch.params.nChannels;
+    plan->predictedUs = std::isfinite(ch.us) ? ch.us : 0;
+    for (const Program& prog : plan->programs)
+      for (const Step& st : prog.steps)
+        if (st.dst.buf != Buf::kNone) plan->outputElems += st.dst.count;
+    if (restricted && !algoAllowed(in.algoSpec, args.coll, ch.algo->name, ch.algo->ncclName))
+      BRAID_WARN("NCCL_ALGO='%s' allows no algorithm for %s; using %s", in.algoSpec.c_str(),
+                 collName(args.coll), ch.algo->name);
+    if (logEnabled(LogLevel::kInfo, kLogTuning)) {
+      std::string others;
+      for (const TuneChoice& o : choices) {
+        if (&o == &ch || others.size() > 400) continue;
+        char b[96];
+        snprintf(b, sizeof(b), " %s/%s=%.1f", o.algo->name, o.protocol, o.us);
+        others += b;
       }
-      *out = std::move(plan);
-      return ncclSuccess;
+      BRAID_INFO(kLogTuning,
+                 "%s %s B (%s): %s/%s channels %d chunk %s predicted %.1f us; others:%s",
+                 collName(args.coll), fmtBytes(messageBytes(args)).c_str(),
+                 layoutOf(args).describe().c_str(), ch.algo->name, ch.protocol,
+                 ch.params.nChannels, fmtBytes(ch.params.chunkBytes).c_str(), ch.us,
+                 others.c_str());
     }
+    if (cacheable) {
+      if (comm->planCache.size() > 4096) comm->planCache.clear();
+      comm->planCache[key] = plan;
+    }
+    *out = std::move(plan);
+    return ncclSuccess;
   }
   return setError(ncclInternalError, comm, "no algorithm can run %s with %d ranks",
                   collName(args.coll), args.nranks);

@@ -509,24 +509,25 @@ ncclResult_t executeBatch(const Batch& batch) {
 }
 
 float estimateBatchUs(const std::vector<OpRecord>& ops) {
-  // Alpha-beta estimate over the plans: per step a fixed latency, per byte the
-  // copy bandwidth of one core. Replaced by the topology-aware model later.
-  constexpr double kAlphaUs = 1.0, kBytesPerUs = 4000.0;
-  double total = 0;
+  // The tuner's prediction for each op's chosen plan (the cost model, algorithms/cost.h).
+  // A communicator runs its ops one after another; communicators run side by side (the
+  // ranks of one process driving several), so the group takes the slowest one's sum.
+  std::vector<std::pair<Comm*, double>> perComm;
   for (const OpRecord& op : ops) {
     Task t;
-    // The plan cache is the executing thread's: take its lock.
-    std::lock_guard<std::mutex> lock(op.comm->execMutex);
-    if (makeTask(op.comm, op, &t) != ncclSuccess) continue;
-    double worst = 0;
-    for (const Program& p : t.plan->programs) {
-      double us = 0;
-      for (const Step& s : p.steps) us += kAlphaUs + double(s.count() * t.red.typeSize()) / kBytesPerUs;
-      worst = std::max(worst, us);
+    {
+      // The plan cache is the executing thread's: take its lock.
+      std::lock_guard<std::mutex> lock(op.comm->execMutex);
+      if (makeTask(op.comm, op, &t) != ncclSuccess) continue;
     }
-    total += worst;
+    auto it = std::find_if(perComm.begin(), perComm.end(),
+                           [&](const std::pair<Comm*, double>& p) { return p.first == op.comm; });
+    if (it == perComm.end()) it = perComm.insert(perComm.end(), {op.comm, 0.0});
+    it->second += t.plan->predictedUs;
   }
-  return float(total);
+  double worst = 0;
+  for (const auto& p : perComm) worst = std::max(worst, p.second);
+  return float(worst);
 }
 
 }  // namespace braid

@@ -1,0 +1,346 @@
+// The cost model's formulas, one per algorithm (see cost.h). Notation: n ranks on N
+// nodes of at most m ranks, S = the query's bytes, C = chunk, p = slice (protocol).
+// A step costs stepUs + the link's alpha + bytes / its bandwidth; steps of ring-like
+// algorithms run in lock step, so every ring step is paced by the slowest link in the
+// ring; k ranks of a node crossing to other nodes at once share the node's NIC.
+#include "algorithms/cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace braid {
+namespace {
+
+struct Ctx {
+  int n = 1, N = 1, m = 1;
+  bool uniform = true;
+  double S = 0, C = 1, p = 1;
+  const CostModel* M = nullptr;
+  const RankLayout* L = nullptr;
+  int nChannels = 1;
+
+  /// Bytes per microsecond of `gbps` GB/s.
+  static double bpu(double gbps) { return std::max(gbps, 1e-6) * 1e3; }
+  double intraBw() const { return bpu(M->intra.gbps); }
+  /// Per-rank inter-node bandwidth when k ranks of a node cross at once.
+  double interBw(int k) const {
+    return bpu(std::min(M->inter.gbps, M->nicGbps / std::max(k, 1)));
+  }
+  double reduce(double bytes) const { return bytes / bpu(M->reduceGbps); }
+  /// The slowest link of a ring over all ranks (inter-node once there are nodes).
+  double ringAlpha() const { return N > 1 ? M->inter.alphaUs : M->intra.alphaUs; }
+  double ringBw() const { return N > 1 ? std::min(interBw(1), intraBw()) : intraBw(); }
+  /// Per-piece overhead of moving `bytes` in slices of p.
+  double slices(double bytes) const { return std::ceil(bytes / p) * M->sliceUs; }
+  bool crosses(int a, int b) const {
+    return L && a < int(L->nodeOf.size()) && b < int(L->nodeOf.size()) &&
+           L->nodeOf[size_t(a)] != L->nodeOf[size_t(b)];
+  }
+  /// Whether any rank's partner at XOR distance d (or +d mod n) is on another node.
+  bool distanceCrosses(int d, bool xorPartner) const {
+    for (int r = 0; r < n; ++r) {
+      int q = xorPartner ? (r ^ d) : (r + d) % n;
+      if (q < n && crosses(r, q)) return true;
+    }
+    return false;
+  }
+  /// Ranks per node that send across nodes at distance d at once.
+  int crossersPerNode(int d, bool xorPartner) const {
+    int best = 0;
+    for (int node = 0; L && node < N; ++node) {
+      int k = 0;
+      for (int r : L->nodeRanks[size_t(node)]) {
+        int q = xorPartner ? (r ^ d) : (r + d) % n;
+        if (q < n && crosses(r, q)) ++k;
+      }
+      best = std::max(best, k);
+    }
+    return std::max(best, 1);
+  }
+  /// One step of `bytes` at partner distance d.
+  double hop(double bytes, int d, bool xorPartner) const {
+    const bool x = distanceCrosses(d, xorPartner);
+    const double bw = x ? interBw(crossersPerNode(d, xorPartner)) : intraBw();
+    return M->stepUs + (x ? M->inter.alphaUs : M->intra.alphaUs) + bytes / bw + slices(bytes);
+  }
+};
+
+int ceilLog2(int n) {
+  int k = 0;
+  while ((1 << k) < n) ++k;
+  return k;
+}
+
+double steps(double bytes, double chunk) { return std::max(1.0, std::ceil(bytes / chunk)); }
+
+// ---- rings and chains ----------------------------------------------------------------
+
+double ringAllReduce(const Ctx& c) {
+  const double block = c.S / c.n, loops = steps(c.S, c.n * c.C);
+  return 2 * (c.n - 1) * loops * (c.M->stepUs + c.ringAlpha()) +
+         2 * (c.n - 1) * block / c.ringBw() + c.reduce((c.n - 1) * block) +
+         c.slices(2 * (c.n - 1) * block);
+}
+
+double ringGather(const Ctx& c, bool reduce) {  // all-gather / reduce-scatter
+  const double block = c.S / c.n, loops = steps(c.S, c.n * c.C);
+  return (c.n - 1) * loops * (c.M->stepUs + c.ringAlpha()) + (c.n - 1) * block / c.ringBw() +
+         (reduce ? c.reduce((c.n - 1) * block) : 0) + c.slices((c.n - 1) * block);
+}
+
+double chain(const Ctx& c, bool reduce) {  // broadcast / reduce along the ring
+  const double hopsInter = c.N > 1 ? c.N - 1 : 0, hopsIntra = c.n - 1 - hopsInter;
+  const double piece = std::min(c.p, c.S);
+  return steps(c.S, c.C) * c.M->stepUs + hopsInter * c.M->inter.alphaUs +
+         hopsIntra * c.M->intra.alphaUs + (c.S + std::max(0, c.n - 2) * piece) / c.ringBw() +
+         (reduce ? c.reduce(c.S) : 0) + c.slices(c.S);
+}
+
+// ---- one shot ---------------------------------------------------------------------------
+
+/// Every rank sends `bytes` to every other rank (its sends are serial on its core).
+double allToAllOnce(const Ctx& c, double bytes) {
+  const double alpha = c.N > 1 ? c.M->inter.alphaUs : c.M->intra.alphaUs;
+  return (c.n - 1) * c.M->stepUs + alpha + (c.m - 1) * bytes / c.intraBw() +
+         (c.n - c.m) * bytes / c.interBw(c.m) + c.slices((c.n - 1) * bytes);
+}
+
+/// The root sends `bytes` to (or receives them from) every other rank.
+double rootedOnce(const Ctx& c, double bytes) {
+  const double alpha = c.N > 1 ? c.M->inter.alphaUs : c.M->intra.alphaUs;
+  return (c.n - 1) * c.M->stepUs + alpha + (c.m - 1) * bytes / c.intraBw() +
+         (c.n - c.m) * bytes / c.interBw(1) + c.slices((c.n - 1) * bytes);
+}
+
+double pairwise(const Ctx& c) {
+  const double block = c.S / c.n;
+  return (c.n - 1) * c.M->stepUs + (c.m - 1) * (c.M->intra.alphaUs + block / c.intraBw()) +
+         (c.n - c.m) * (c.M->inter.alphaUs + block / c.interBw(c.m)) + c.slices(c.S);
+}
+
+// ---- trees and recursive algorithms -------------------------------------------------------
+
+double tree(const Ctx& c) {
+  // Inter-node double binary tree over nodes, chains inside nodes (one node: a binary
+  // tree over ranks). Both trees carry half the data; every rank moves about 2S in and
+  // out; the pipeline fills through the depth in chunks.
+  const double dInter = c.N > 1 ? ceilLog2(c.N + 1) : 0;
+  const double dIntra = c.N > 1 ? c.m - 1 : ceilLog2(c.n + 1) - 1;
+  const double lat = 2 * (dInter * (c.M->stepUs + c.M->inter.alphaUs) +
+                          dIntra * (c.M->stepUs + c.M->intra.alphaUs));
+  const double half = c.S / 2, chunk = std::min(c.C, half);
+  const double bw = c.N > 1 ? std::min(c.interBw(c.nChannels >= 2 ? 2 : 1), c.intraBw())
+                            : c.intraBw();
+  const double chunks = steps(half, c.C);
+  return lat + chunks * 3 * c.M->stepUs + 2 * c.S / bw +
+         2 * (dInter + dIntra) * chunk / bw + c.reduce(c.S) + c.slices(2 * c.S);
+}
+
+double rabenseifner(const Ctx& c) {
+  int p2 = 1;
+  while (p2 * 2 <= c.n) p2 *= 2;
+  double t = 0;
+  if (c.n > p2)  // the extra ranks fold in and get the result back
+    t += 2 * (c.M->stepUs + c.M->inter.alphaUs * (c.N > 1) +
+              c.M->intra.alphaUs * (c.N == 1) + c.S / c.ringBw()) + c.reduce(c.S);
+  double bytes = c.S;
+  for (int d = 1; d < p2; d *= 2) {
+    bytes /= 2;
+    const double pieces = steps(bytes, c.C);
+    t += 2 * pieces * c.hop(bytes / pieces, d, true) + c.reduce(bytes);
+  }
+  return t;
+}
+
+double bruckAllGather(const Ctx& c) {
+  const double block = c.S / c.n;
+  double t = 0;
+  for (int d = 1; d < c.n; d *= 2) {
+    const double blocks = std::min(d, c.n - d);
+    t += c.hop(blocks * block, d, false) + c.M->stepUs;  // wrapped ranges: two steps
+  }
+  return t;
+}
+
+double bruckAllToAll(const Ctx& c) {
+  double t = 2 * c.S / Ctx::bpu(c.M->reduceGbps);  // rotations in and out of scratch
+  for (int d = 1; d < c.n; d *= 2) {
+    int blocks = 0;
+    for (int j = 0; j < c.n; ++j) blocks += (j & d) != 0;
+    t += c.hop(blocks * c.S / c.n, d, false) + c.M->stepUs * 2;
+  }
+  return t;
+}
+
+// ---- hierarchical ------------------------------------------------------------------------
+
+double hierAllReduce(const Ctx& c) {
+  const int m = c.m, N = c.N;
+  const double block = c.S / m;
+  double t = 0;
+  if (m > 1) {
+    const double loops = steps(c.S, m * c.C);
+    t += 2 * (m - 1) * loops * (c.M->stepUs + c.M->intra.alphaUs) +
+         2 * (m - 1) * block / c.intraBw() + c.reduce((m - 1) * block) +
+         c.slices(2 * (m - 1) * block);
+  }
+  if (N > 1) {
+    const double sub = block / N, loops = steps(block, N * c.C);
+    t += 2 * (N - 1) * loops * (c.M->stepUs + c.M->inter.alphaUs) +
+         2 * (N - 1) * sub / c.interBw(m) + c.reduce((N - 1) * sub) +
+         c.slices(2 * (N - 1) * sub);
+  }
+  return t;
+}
+
+double hierGather(const Ctx& c, bool reduce) {  // all-gather / reduce-scatter
+  const int m = c.m, N = c.N;
+  const double block = c.S / c.n;
+  double t = 0;
+  if (N > 1)
+    t += (N - 1) * (c.M->stepUs + c.M->inter.alphaUs) * steps(N * block, N * c.C) +
+         (N - 1) * block / c.interBw(m) + (reduce ? c.reduce((N - 1) * block) : 0);
+  if (m > 1)
+    t += (m - 1) * (c.M->stepUs + c.M->intra.alphaUs) * steps(c.S, m * c.C) +
+         (m - 1) * N * block / c.intraBw() + (reduce ? c.reduce((m - 1) * N * block) : 0);
+  return t + c.slices(c.S);
+}
+
+double hierAllToAll(const Ctx& c) {
+  const int m = c.m, N = c.N;
+  const double block = c.S / c.n;
+  return (N - 1) * (c.M->stepUs + c.M->inter.alphaUs + m * block / c.interBw(m)) +
+         2 * (m - 1) * (c.M->stepUs + c.M->intra.alphaUs + N * block / c.intraBw()) +
+         2 * c.S / Ctx::bpu(c.M->reduceGbps) + c.slices(2 * c.S);
+}
+
+}  // namespace
+
+double predictUs(const char* algorithm, const CostQuery& q) {
+  if (!q.model || !algorithm) return -1;
+  Ctx c;
+  c.n = std::max(q.nranks, 1);
+  c.M = q.model;
+  c.L = q.layout;
+  c.N = q.layout ? q.layout->nNodes : 1;
+  c.m = 1;
+  if (q.layout)
+    for (const std::vector<int>& r : q.layout->nodeRanks) c.m = std::max(c.m, int(r.size()));
+  else
+    c.m = c.n;
+  c.uniform = !q.layout || q.layout->uniform();
+  c.S = double(q.bytes);
+  c.C = double(std::max<uint64_t>(q.chunkBytes, 64));
+  c.p = double(std::max<uint64_t>(q.sliceBytes, 64));
+  c.nChannels = std::max(q.nChannels, 1);
+  if (c.n == 1) return q.model->stepUs + c.S / Ctx::bpu(q.model->reduceGbps);
+  const std::string a = algorithm;
+  switch (q.coll) {
+    case Coll::kAllReduce:
+      if (a == "ring") return ringAllReduce(c);
+      if (a == "direct") return allToAllOnce(c, c.S) + c.reduce((c.n - 1) * c.S);
+      if (a == "tree") return tree(c);
+      if (a == "rabenseifner") return rabenseifner(c);
+      if (a == "hier") return c.uniform ? hierAllReduce(c) : -1;
+      break;
+    case Coll::kAllGather:
+      if (a == "ring") return ringGather(c, false);
+      if (a == "direct") return allToAllOnce(c, c.S / c.n);
+      if (a == "bruck") return bruckAllGather(c);
+      if (a == "hier") return c.uniform ? hierGather(c, false) : -1;
+      break;
+    case Coll::kReduceScatter:
+      if (a == "ring") return ringGather(c, true);
+      if (a == "direct") return allToAllOnce(c, c.S / c.n) + c.reduce((c.n - 1) * c.S / c.n);
+      if (a == "hier") return c.uniform ? hierGather(c, true) : -1;
+      break;
+    case Coll::kAllToAll:
+      if (a == "pairwise") return pairwise(c);
+      if (a == "bruck") return bruckAllToAll(c);
+      if (a == "hier") return c.uniform ? hierAllToAll(c) : -1;
+      break;
+    case Coll::kBroadcast:
+      if (a == "chain") return chain(c, false);
+      if (a == "direct") return rootedOnce(c, c.S);
+      break;
+    case Coll::kReduce:
+      if (a == "chain") return chain(c, true);
+      if (a == "direct") return rootedOnce(c, c.S) + c.reduce((c.n - 1) * c.S);
+      break;
+    case Coll::kGather:
+    case Coll::kScatter:
+      if (a == "direct") return rootedOnce(c, c.S / c.n);
+      break;
+    default:
+      break;
+  }
+  return -1;
+}
+
+namespace {
+
+struct Key {
+  const char* name;
+  double CostModel::*field;
+};
+const Key kLinkKeys[] = {{"nic_gbps", &CostModel::nicGbps},
+                         {"reduce_gbps", &CostModel::reduceGbps},
+                         {"step_us", &CostModel::stepUs},
+                         {"slice_us", &CostModel::sliceUs}};
+
+double* field(CostModel* m, const std::string& key) {
+  if (key == "intra_alpha_us") return &m->intra.alphaUs;
+  if (key == "intra_gbps") return &m->intra.gbps;
+  if (key == "inter_alpha_us") return &m->inter.alphaUs;
+  if (key == "inter_gbps") return &m->inter.gbps;
+  for (const Key& k : kLinkKeys)
+    if (key == k.name) return &(m->*k.field);
+  return nullptr;
+}
+
+}  // namespace
+
+bool CostModel::parse(const std::string& text, std::string* err) {
+  std::istringstream in(text);
+  std::string line;
+  int lineNo = 0;
+  CostModel out = *this;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    const size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    line.erase(std::remove_if(line.begin(), line.end(), ::isspace), line.end());
+    if (line.empty()) continue;
+    const size_t eq = line.find('=');
+    double* f = eq == std::string::npos ? nullptr : field(&out, line.substr(0, eq));
+    char* end = nullptr;
+    const std::string value = eq == std::string::npos ? "" : line.substr(eq + 1);
+    const double v = value.empty() ? 0 : strtod(value.c_str(), &end);
+    if (!f || value.empty() || *end != '\0' || !(v > 0) || !std::isfinite(v)) {
+      if (err)
+        *err = "line " + std::to_string(lineNo) + ": '" + line +
+               "' is not key=positive-number with a key of intra_alpha_us, intra_gbps, "
+               "inter_alpha_us, inter_gbps, nic_gbps, reduce_gbps, step_us, slice_us";
+      return false;
+    }
+    *f = v;
+  }
+  *this = out;
+  return true;
+}
+
+std::string CostModel::toString() const {
+  char buf[512];
+  snprintf(buf, sizeof(buf),
+           "intra_alpha_us=%g\nintra_gbps=%g\ninter_alpha_us=%g\ninter_gbps=%g\nnic_gbps=%g\n"
+           "reduce_gbps=%g\nstep_us=%g\nslice_us=%g\n",
+           intra.alphaUs, intra.gbps, inter.alphaUs, inter.gbps, nicGbps, reduceGbps, stepUs,
+           sliceUs);
+  return buf;
+}
+
+}  // namespace braid
