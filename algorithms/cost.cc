@@ -33,7 +33,14 @@ struct Ctx {
   double reduce(double bytes) const { return bytes / bpu(M->reduceGbps); }
   /// The slowest link of a ring over all ranks (inter-node once there are nodes).
   double ringAlpha() const { return N > 1 ? M->inter.alphaUs : M->intra.alphaUs; }
-  double ringBw() const { return N > 1 ? std::min(interBw(1), intraBw()) : intraBw(); }
+  /// A ring's bandwidth. With several channels, each channel's ring leaves a node at
+  /// another local rank (another NIC where a node has several): c channels use up to
+  /// min(c, m) crossings of a node at once, each carrying 1/c of the data.
+  double ringBw() const {
+    if (N == 1) return intraBw();
+    const int k = std::max(1, std::min(nChannels, m));
+    return std::min(k * interBw(k), intraBw());
+  }
   /// Per-piece overhead of moving `bytes` in slices of p.
   double slices(double bytes) const { return std::ceil(bytes / p) * M->sliceUs; }
   bool crosses(int a, int b) const {
@@ -133,8 +140,8 @@ double tree(const Ctx& c) {
   const double lat = 2 * (dInter * (c.M->stepUs + c.M->inter.alphaUs) +
                           dIntra * (c.M->stepUs + c.M->intra.alphaUs));
   const double half = c.S / 2, chunk = std::min(c.C, half);
-  const double bw = c.N > 1 ? std::min(c.interBw(c.nChannels >= 2 ? 2 : 1), c.intraBw())
-                            : c.intraBw();
+  const int k = std::max(1, std::min(c.nChannels, c.m));
+  const double bw = c.N > 1 ? std::min(k * c.interBw(k), c.intraBw()) : c.intraBw();
   const double chunks = steps(half, c.C);
   return lat + chunks * 3 * c.M->stepUs + 2 * c.S / bw +
          2 * (dInter + dIntra) * chunk / bw + c.reduce(c.S) + c.slices(2 * c.S);
@@ -213,9 +220,12 @@ double hierGather(const Ctx& c, bool reduce) {  // all-gather / reduce-scatter
 double hierAllToAll(const Ctx& c) {
   const int m = c.m, N = c.N;
   const double block = c.S / c.n;
+  // N-1 inter-node messages of m blocks per rank; inside the node, a rank's own blocks
+  // go straight to their local peers and the (N-1)(m-1) forwarded blocks are received
+  // once into scratch and sent on once.
   return (N - 1) * (c.M->stepUs + c.M->inter.alphaUs + m * block / c.interBw(m)) +
-         2 * (m - 1) * (c.M->stepUs + c.M->intra.alphaUs + N * block / c.intraBw()) +
-         2 * c.S / Ctx::bpu(c.M->reduceGbps) + c.slices(2 * c.S);
+         (m - 1) * (c.M->stepUs + c.M->intra.alphaUs + block / c.intraBw()) +
+         2 * (N - 1) * (m - 1) * (c.M->stepUs + block / c.intraBw()) + c.slices(2 * c.S);
 }
 
 }  // namespace

@@ -57,8 +57,8 @@ const std::vector<Algorithm>& allAlgorithms() {
        "Bruck: log2(n) rounds, round k sends 2^k blocks to r-2^k (small messages)",
        builders::allGatherBruck, true},
       {Coll::kAllGather, "hier", nullptr,
-       "intra-node gather to each local rank's column, inter-node ring per local rank, "
-       "intra-node all-gather", builders::allGatherHier},
+       "inter-node ring all-gather per local rank, then intra-node ring all-gather of each "
+       "node's blocks", builders::allGatherHier},
       {Coll::kReduceScatter, "hier", nullptr,
        "intra-node reduce-scatter by node block, inter-node reduce-scatter per local rank",
        builders::reduceScatterHier},

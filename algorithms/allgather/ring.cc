@@ -18,7 +18,7 @@ bool allGatherRing(const PlanArgs& a, const PlanParams& p, Plan* plan) {
   if (chunk == 0) return false;
   const int n = a.nranks;
   if (a.count == 0) return true;
-  const patterns::Ring ring{n, a.rank};
+  const patterns::Ring ring = patterns::Ring::of(a);  // layout order
   const int next = ring.next(), prev = ring.prev();
   for (int c = 0; c < p.nChannels; ++c) {
     const Range share = patterns::channelShare(a.count, a.typeSize, p.nChannels, c);

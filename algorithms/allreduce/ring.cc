@@ -4,7 +4,8 @@
 // nranks * chunk elements; a loop is cut into nranks blocks and every block travels
 // the ring twice: once being reduced (n-1 hops), once being distributed (n-1 hops).
 // Every step moves one block of at most `chunk` elements, so a loop never holds more
-// than chunkBytes per connection in flight.
+// than chunkBytes per connection in flight. The ring follows the layout (node after
+// node); blocks are named by the rank whose ring position completes them.
 #include <algorithm>
 
 #include "algorithms/builders.h"
@@ -28,7 +29,7 @@ bool allReduceRing(const PlanArgs& a, const PlanParams& p, Plan* plan) {
     w.copy(patterns::sendRegion(all), patterns::recvRegion(all), kPreOp | kPostOp);
     return true;
   }
-  const patterns::Ring ring{n, a.rank};
+  const patterns::Ring ring = patterns::Ring::of(a);  // layout order
   const int next = ring.next(), prev = ring.prev();
   for (int c = 0; c < p.nChannels; ++c) {
     const Range share = patterns::channelShare(a.count, a.typeSize, p.nChannels, c);

@@ -1,4 +1,5 @@
-// Pipelined chain broadcast: root -> root+1 -> ... -> root+n-1, chunk by chunk.
+// Pipelined chain broadcast from the root along the ring (patterns/ring.h: the
+// layout's ring order; root -> root+1 -> ... on one node), chunk by chunk.
 //
 // The root sends each chunk from its send buffer; middle ranks keep a copy and pass it
 // on; the last rank only keeps it. Out of place, the root also copies send -> recv.
@@ -16,7 +17,7 @@ bool broadcastChain(const PlanArgs& a, const PlanParams& p, Plan* plan) {
   const uint64_t chunk = patterns::chunkElems(a, p);
   if (chunk == 0) return false;
   if (a.count == 0) return true;
-  const patterns::Chain chain{a.nranks, a.rank, a.root};
+  const patterns::Chain chain(patterns::Ring::of(a), a.root);  // along the layout ring
   for (int c = 0; c < p.nChannels; ++c) {
     const Range share = patterns::channelShare(a.count, a.typeSize, p.nChannels, c);
     if (share.count == 0) continue;

@@ -1,4 +1,5 @@
-// Pipelined chain reduce: root+1 -> root+2 -> ... -> root, chunk by chunk.
+// Pipelined chain reduce along the ring, ending at the root (patterns/ring.h: the
+// layout's ring order; root+1 -> root+2 -> ... -> root on one node), chunk by chunk.
 //
 // The first rank sends its contribution, each next rank adds its own and passes the
 // partial result on, and the root adds the last contribution into its recv buffer.
@@ -19,7 +20,7 @@ bool reduceChain(const PlanArgs& a, const PlanParams& p, Plan* plan) {
   if (chunk == 0) return false;
   if (a.count == 0) return true;
   const int n = a.nranks;
-  const patterns::Chain chain{n, a.rank, (a.root + 1) % n};  // ends at the root
+  const patterns::Chain chain = patterns::Chain::endingAt(patterns::Ring::of(a), a.root);
   for (int c = 0; c < p.nChannels; ++c) {
     const Range share = patterns::channelShare(a.count, a.typeSize, p.nChannels, c);
     if (share.count == 0) continue;
