@@ -17,6 +17,9 @@
 //  * A step moving data around a cycle of ranks moves at most PlanParams::chunkBytes,
 //    which the executor guarantees is at most half a connection's FIFO capacity, so
 //    ring algorithms cannot deadlock. The simulator checks this for every builder.
+//  * Every step takes at least one FIFO slot, so a run of small steps is limited by
+//    slots, not bytes: steps that alternate around a cycle must be split identically
+//    on both ends (algorithms/patterns/exchange.h does that for pairwise rounds).
 #pragma once
 #include <cstddef>
 #include <cstdint>
