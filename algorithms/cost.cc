@@ -86,15 +86,17 @@ double steps(double bytes, double chunk) { return std::max(1.0, std::ceil(bytes 
 
 // ---- rings and chains ----------------------------------------------------------------
 
+// Channels run side by side, each with its share of the data: a ring of c channels takes
+// 1/c of the loops.
 double ringAllReduce(const Ctx& c) {
-  const double block = c.S / c.n, loops = steps(c.S, c.n * c.C);
+  const double block = c.S / c.n, loops = steps(c.S, c.n * c.C * c.nChannels);
   return 2 * (c.n - 1) * loops * (c.M->stepUs + c.ringAlpha()) +
          2 * (c.n - 1) * block / c.ringBw() + c.reduce((c.n - 1) * block) +
          c.slices(2 * (c.n - 1) * block);
 }
 
 double ringGather(const Ctx& c, bool reduce) {  // all-gather / reduce-scatter
-  const double block = c.S / c.n, loops = steps(c.S, c.n * c.C);
+  const double block = c.S / c.n, loops = steps(c.S, c.n * c.C * c.nChannels);
   return (c.n - 1) * loops * (c.M->stepUs + c.ringAlpha()) + (c.n - 1) * block / c.ringBw() +
          (reduce ? c.reduce((c.n - 1) * block) : 0) + c.slices((c.n - 1) * block);
 }

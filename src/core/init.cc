@@ -181,7 +181,11 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   comm->settings.smallMsgBytes = all[0].smallMsgBytes;
   // ... and rank 0's cost model; the layout comes from the host identities.
   comm->model = all[0].model;
-  comm->layout = std::make_shared<const RankLayout>(makeLayout(comm->peers));
+  std::vector<int> keys(static_cast<size_t>(nranks), 0);
+  keys[size_t(rank)] = intraNodeKey(comm->peers, rank);
+  r = comm->bootstrap->allGather(keys.data(), sizeof(int));
+  if (r != ncclSuccess) return finish(r);
+  comm->layout = std::make_shared<const RankLayout>(makeLayout(comm->peers, keys));
   BRAID_INFO(kLogGraph, "layout: %s", comm->layout->describe().c_str());
   // Waiting ranks spin only while every rank of this host can have a core; with more
   // ranks than cores a spinning rank steals the core its peer needs, so yield at once.

@@ -8,10 +8,25 @@
 #include "src/config/params.h"
 #include "src/core/comm.h"
 #include "src/core/error.h"
+#include "src/topo/node_topology.h"
+#include "src/topo/search.h"
+#include "src/topo/summary.h"
 
 namespace braid {
 
-RankLayout makeLayout(const std::vector<PeerInfo>& peers) {
+int intraNodeKey(const std::vector<PeerInfo>& peers, int rank) {
+  std::vector<int> devs;
+  int mine = 0;
+  for (size_t r = 0; r < peers.size(); ++r) {
+    if (peers[r].hostHash != peers[size_t(rank)].hostHash) continue;
+    if (int(r) == rank) mine = int(devs.size());
+    devs.push_back(peers[r].cudaDev);
+  }
+  const std::vector<int> order = topo::intraNodeOrder(topo::nodeTopology(), devs);
+  return size_t(mine) < order.size() ? order[size_t(mine)] : mine;
+}
+
+RankLayout makeLayout(const std::vector<PeerInfo>& peers, const std::vector<int>& intraKey) {
   std::vector<int> nodeIds(peers.size(), 0);
   for (size_t r = 0; r < peers.size(); ++r) {
     nodeIds[r] = int(r);
@@ -21,11 +36,7 @@ RankLayout makeLayout(const std::vector<PeerInfo>& peers) {
         break;
       }
   }
-  // Inside a node: GPU ranks by device, then host ranks by rank.
-  std::vector<int> order(peers.size(), 0);
-  for (size_t r = 0; r < peers.size(); ++r)
-    order[r] = peers[r].cudaDev >= 0 ? peers[r].cudaDev : 1 << 20;
-  return RankLayout::fromNodes(nodeIds, order);
+  return RankLayout::fromNodes(nodeIds, intraKey);
 }
 
 CostModel defaultCostModel(double nicGbps) {
@@ -43,8 +54,12 @@ CostModel defaultCostModel(double nicGbps) {
   return m;
 }
 
+CostModel topologyCostModel() {
+  return defaultCostModel(topo::summarize(topo::nodeTopology()).nicGbps);
+}
+
 ncclResult_t loadCostModel(Comm* comm, CostModel* out) {
-  *out = defaultCostModel(0);
+  *out = topologyCostModel();
   const std::string path = param::kTunerModel.get();
   if (path.empty()) return ncclSuccess;
   std::ifstream f(path);

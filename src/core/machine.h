@@ -13,9 +13,14 @@ namespace braid {
 
 struct Comm;
 
-/// Nodes from the peers' host hashes; inside a node, ranks in topology ring order
-/// (GPU ranks by their devices' placement, host ranks by rank).
-RankLayout makeLayout(const std::vector<PeerInfo>& peers);
+/// Nodes from the peers' host hashes; inside a node, ranks ordered by `intraKey`
+/// (rank -> position in its node's topology ring; empty: by rank).
+RankLayout makeLayout(const std::vector<PeerInfo>& peers, const std::vector<int>& intraKey);
+
+/// This rank's position in its node's ring, from this node's topology (GPU ranks by
+/// their devices' placement; host ranks by rank). Ranks of one node see one topology
+/// and agree; the keys are then exchanged so every rank builds the same layout.
+int intraNodeKey(const std::vector<PeerInfo>& peers, int rank);
 
 /// The cost model this rank proposes (rank 0's is adopted): topology defaults, then
 /// the BRAID_TUNER_MODEL file if set. A missing or malformed file is an error naming it.
@@ -23,5 +28,8 @@ ncclResult_t loadCostModel(Comm* comm, CostModel* out);
 
 /// The defaults for a node with `nicGbps` GB/s of network (0: unknown).
 CostModel defaultCostModel(double nicGbps);
+
+/// defaultCostModel() with this node's topology (NCCL_TOPO_FILE or detected).
+CostModel topologyCostModel();
 
 }  // namespace braid

@@ -8,6 +8,8 @@
 #include "braid/braid.h"
 #include "nccl.h"
 #include "src/config/params.h"
+#include "src/topo/node_topology.h"
+#include "src/topo/summary.h"
 
 namespace {
 
@@ -55,9 +57,16 @@ int main(int argc, char** argv) {
     printMarkdown();
     return 0;
   }
+  if (argc > 1 && strcmp(argv[1], "--topo") == 0) {
+    // The node topology as Braid sees it (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE apply).
+    const braid::topo::Topology& t = braid::topo::nodeTopology();
+    printf("%s\n\n%s", braid::topo::describe(braid::topo::summarize(t)).c_str(),
+           t.describeTree().c_str());
+    return 0;
+  }
   if (argc > 1 && !brief) {
-    printf("usage: %s [--brief | --markdown]\n  prints the version, build features and "
-           "environment variables\n", argv[0]);
+    printf("usage: %s [--brief | --markdown | --topo]\n  prints the version, build features and "
+           "environment variables; --topo: the node topology\n", argv[0]);
     return strcmp(argv[1], "--help") == 0 ? 0 : 2;
   }
   int v = 0;

@@ -1,0 +1,244 @@
+// braid-sim: the cost model at scale. Describes a machine (nodes x ranks per node, link
+// latencies and bandwidths: a preset, a BRAID_TUNER_MODEL-style file, or a topology
+// XML) and prints, per collective and size, every algorithm's predicted time and bus
+// bandwidth and the tuner's choice. No ranks run: this is the model the tuner uses,
+// applied to machines we do not have (docs/performance.md compares it with published
+// NCCL figures).
+//
+//   braid-sim --nodes 128 --ranks-per-node 8 --preset h100 --coll all_reduce -b 8 -e 8G
+//   braid-sim --nodes 1 --ranks-per-node 8 --topo topologies/dgx-h100.xml
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "algorithms/cost.h"
+#include "algorithms/registry.h"
+#include "src/core/machine.h"
+#include "src/core/tuner.h"
+#include "src/topo/summary.h"
+#include "src/topo/topology.h"
+
+namespace braid {
+namespace {
+
+struct Options {
+  int nodes = 128, perNode = 8, channels = 0;
+  std::string preset = "h100", modelFile, topoFile;
+  std::vector<std::string> colls = {"all_reduce"};
+  uint64_t minBytes = 8, maxBytes = 8ull << 30, factor = 8;
+  bool csv = false;
+};
+
+void usage() {
+  printf(
+      "usage: braid-sim [--nodes N] [--ranks-per-node M] [--preset h100|host]\n"
+      "                 [--model FILE] [--topo FILE.xml] [--channels C]\n"
+      "                 [--coll all_reduce|all_gather|reduce_scatter|alltoall|broadcast|"
+      "reduce|all]\n"
+      "                 [-b MIN] [-e MAX] [-f FACTOR] [--csv]\n"
+      "Prints each algorithm's predicted time (us) and busbw (GB/s) and the tuner's choice.\n"
+      "Presets: h100 = NVLink4 450 GB/s per GPU and direction inside a node, one 400 Gb/s\n"
+      "NIC per GPU; host = this project's measured shm/TCP defaults. --model overrides\n"
+      "(key=value lines, see BRAID_TUNER_MODEL); --topo takes NVLink and NIC speeds from\n"
+      "a topology XML.\n");
+}
+
+bool parseBytes(const char* s, uint64_t* out) {
+  char* end = nullptr;
+  double v = strtod(s, &end);
+  if (end == s || v < 0) return false;
+  uint64_t mult = 1;
+  if (*end == 'K' || *end == 'k') mult = 1ull << 10;
+  else if (*end == 'M' || *end == 'm') mult = 1ull << 20;
+  else if (*end == 'G' || *end == 'g') mult = 1ull << 30;
+  else if (*end != '\0') return false;
+  if (mult != 1 && end[1] != '\0') return false;
+  *out = uint64_t(v * double(mult));
+  return true;
+}
+
+const char* kCollNames[] = {"all_reduce", "all_gather", "reduce_scatter", "alltoall",
+                            "broadcast", "reduce"};
+const Coll kColls[] = {Coll::kAllReduce, Coll::kAllGather, Coll::kReduceScatter,
+                       Coll::kAllToAll, Coll::kBroadcast, Coll::kReduce};
+
+/// nccl-tests' bus bandwidth factor.
+double busFactor(Coll c, int n) {
+  switch (c) {
+    case Coll::kAllReduce: return 2.0 * (n - 1) / n;
+    case Coll::kAllGather: case Coll::kReduceScatter: case Coll::kAllToAll:
+      return double(n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+CostModel h100Model() {
+  // Assumptions (docs/performance.md): a step costs ~1 us of kernel/proxy work, NVLink
+  // ~0.5 us, InfiniBand ~5 us; NVLink4 450 GB/s per direction; 400 Gb/s = 50 GB/s per
+  // NIC, one per GPU; reductions at HBM speed.
+  CostModel m;
+  m.intra.alphaUs = 0.5;
+  m.intra.gbps = 450;
+  m.inter.alphaUs = 5;
+  m.inter.gbps = 50;
+  m.nicGbps = 400;
+  m.reduceGbps = 3000;
+  m.stepUs = 1.0;
+  m.sliceUs = 0.01;
+  return m;
+}
+
+int run(const Options& o) {
+  CostModel model = o.preset == "host" ? defaultCostModel(0) : h100Model();
+  if (o.preset != "host" && o.preset != "h100") {
+    fprintf(stderr, "braid-sim: unknown preset '%s' (h100, host)\n", o.preset.c_str());
+    return 2;
+  }
+  if (!o.topoFile.empty()) {
+    std::string err;
+    std::optional<topo::Topology> t = topo::Topology::load(o.topoFile, &err);
+    if (!t) {
+      fprintf(stderr, "braid-sim: %s\n", err.c_str());
+      return 2;
+    }
+    const topo::TopoSummary s = topo::summarize(*t);
+    if (s.gpuGpuGbps > 0) model.intra.gbps = s.gpuGpuGbps;
+    if (s.nicGbps > 0) model.inter.gbps = s.nicGbps;
+    if (s.totalNicGbps > 0) model.nicGbps = s.totalNicGbps;
+    printf("# topology %s: %s\n", o.topoFile.c_str(), topo::describe(s).c_str());
+  }
+  if (!o.modelFile.empty()) {
+    std::ifstream f(o.modelFile);
+    std::stringstream text;
+    text << f.rdbuf();
+    std::string err;
+    if (!f || !model.parse(text.str(), &err)) {
+      fprintf(stderr, "braid-sim: model '%s': %s\n", o.modelFile.c_str(),
+              f ? err.c_str() : "cannot read");
+      return 2;
+    }
+  }
+  std::vector<int> nodeIds;
+  for (int node = 0; node < o.nodes; ++node)
+    for (int i = 0; i < o.perNode; ++i) nodeIds.push_back(node);
+  const int n = int(nodeIds.size());
+  auto layout = std::make_shared<RankLayout>(RankLayout::fromNodes(nodeIds));
+  const int channels = o.channels > 0 ? o.channels : std::min(o.perNode, 8);
+  printf("# %d nodes x %d ranks = %d ranks, %d channel(s); model:", o.nodes, o.perNode, n,
+         channels);
+  for (char ch : model.toString()) putchar(ch == '\n' ? ' ' : ch);
+  printf("\n");
+
+  for (const std::string& name : o.colls) {
+    Coll coll = Coll::kCount;
+    for (size_t i = 0; i < sizeof(kColls) / sizeof(kColls[0]); ++i)
+      if (name == kCollNames[i]) coll = kColls[i];
+    std::vector<const Algorithm*> algos = algorithmsFor(coll);
+    printf("\n## %s\n\n", name.c_str());
+    if (o.csv) {
+      printf("bytes");
+      for (const Algorithm* a : algos) printf(",%s_us,%s_busbw", a->name, a->name);
+      printf(",tuner,tuner_us\n");
+    } else {
+      printf("| size |");
+      for (const Algorithm* a : algos) printf(" %s us | %s GB/s |", a->name, a->name);
+      printf(" tuner |\n|---|");
+      for (size_t i = 0; i < algos.size(); ++i) printf("---|---|");
+      printf("---|\n");
+    }
+    for (uint64_t bytes = o.minBytes; bytes <= o.maxBytes;
+         bytes = std::max(bytes + 1, bytes * o.factor)) {
+      TuneInput in;
+      in.args.coll = coll;
+      in.args.nranks = n;
+      in.args.typeSize = 4;
+      const bool perRank = coll == Coll::kAllGather || coll == Coll::kReduceScatter ||
+                           coll == Coll::kAllToAll;
+      in.args.count = std::max<uint64_t>(1, bytes / 4 / (perRank ? uint64_t(n) : 1));
+      in.args.layout = layout;
+      in.model = model;
+      in.minChannels = in.maxChannels = channels;
+      const uint64_t size = in.args.count * 4 * (perRank ? uint64_t(n) : 1);
+      std::vector<TuneChoice> ranked = rankChoices(in);
+      if (o.csv) printf("%llu", static_cast<unsigned long long>(size));
+      else printf("| %llu |", static_cast<unsigned long long>(size));
+      for (const Algorithm* a : algos) {
+        double best = -1;  // this algorithm's best protocol
+        for (const TuneChoice& c : ranked)
+          if (c.algo == a && std::isfinite(c.us) && (best < 0 || c.us < best)) best = c.us;
+        if (best < 0) {
+          printf(o.csv ? ",," : " - | - |");
+          continue;
+        }
+        const double busbw = double(size) / best / 1e3 * busFactor(coll, n);
+        if (o.csv) printf(",%.2f,%.2f", best, busbw);
+        else printf(" %.1f | %.1f |", best, busbw);
+      }
+      const TuneChoice* pick = ranked.empty() ? nullptr : &ranked.front();
+      if (o.csv)
+        printf(",%s/%s,%.2f\n", pick ? pick->algo->name : "-", pick ? pick->protocol : "-",
+               pick ? pick->us : 0.0);
+      else
+        printf(" %s/%s |\n", pick ? pick->algo->name : "-", pick ? pick->protocol : "-");
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace braid
+
+int main(int argc, char** argv) {
+  braid::Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "braid-sim: %s needs a value\n", a.c_str());
+        exit(2);
+      }
+      return argv[++i];
+    };
+    bool ok = true;
+    if (a == "--nodes") ok = (o.nodes = atoi(next())) > 0;
+    else if (a == "--ranks-per-node") ok = (o.perNode = atoi(next())) > 0;
+    else if (a == "--channels") ok = (o.channels = atoi(next())) > 0;
+    else if (a == "--preset") o.preset = next();
+    else if (a == "--model") o.modelFile = next();
+    else if (a == "--topo") o.topoFile = next();
+    else if (a == "--csv") o.csv = true;
+    else if (a == "--coll") {
+      std::string c = next();
+      if (c == "all") {
+        o.colls.assign(std::begin(braid::kCollNames), std::end(braid::kCollNames));
+      } else {
+        ok = false;
+        for (const char* k : braid::kCollNames) ok = ok || c == k;
+        o.colls = {c};
+      }
+    } else if (a == "-b") ok = braid::parseBytes(next(), &o.minBytes);
+    else if (a == "-e") ok = braid::parseBytes(next(), &o.maxBytes);
+    else if (a == "-f") ok = braid::parseBytes(next(), &o.factor) && o.factor >= 2;
+    else if (a == "-h" || a == "--help") {
+      braid::usage();
+      return 0;
+    } else ok = false;
+    if (!ok) {
+      fprintf(stderr, "braid-sim: bad argument '%s'%s%s\n", a.c_str(),
+              i < argc && argv[i] != a ? " " : "", i < argc && argv[i] != a ? argv[i] : "");
+      braid::usage();
+      return 2;
+    }
+  }
+  if (o.minBytes > o.maxBytes || o.nodes * o.perNode > 1 << 20) {
+    fprintf(stderr, "braid-sim: need MIN <= MAX and at most 1M ranks\n");
+    return 2;
+  }
+  return braid::run(o);
+}
