@@ -38,6 +38,8 @@ struct CommSettings {
   bool streamStores = true;        ///< non-temporal stores into peers' FIFO slots
   uint64_t streamOutputBytes = UINT64_MAX;  ///< ... and into results of plans this large
   std::string forcedTransport;  ///< "", "local", "shm" or "socket"
+  std::string algoSpec;   ///< NCCL_ALGO at init (the same on every rank: checked)
+  std::string protoSpec;  ///< NCCL_PROTO at init (likewise)
   bool shmDisable = false;
   bool p2pDisable = false;
   std::string commName;

@@ -60,8 +60,18 @@ struct InitRecord {
   uint64_t smallMsgBytes;
   int32_t nChannels;
   int32_t maxChannels;
+  uint64_t specHash;   ///< NCCL_ALGO and NCCL_PROTO (every rank must choose alike)
+  int32_t modelError;  ///< this rank's BRAID_TUNER_MODEL could not be read
   CostModel model;
 };
+
+/// NCCL_ALGO/NCCL_PROTO as the tuner reads them: case and spaces do not matter.
+uint64_t specHash(const CommSettings& s) {
+  std::string t = s.algoSpec + "|" + s.protoSpec;
+  t.erase(std::remove(t.begin(), t.end(), ' '), t.end());
+  std::transform(t.begin(), t.end(), t.begin(), ::tolower);
+  return fnv1a(t.data(), t.size());
+}
 
 CommSettings readSettings(const ncclConfig_t& cfg) {
   CommSettings s;
@@ -90,6 +100,8 @@ CommSettings readSettings(const ncclConfig_t& cfg) {
   std::transform(s.forcedTransport.begin(), s.forcedTransport.end(), s.forcedTransport.begin(),
                  ::tolower);
   if (s.forcedTransport == "auto") s.forcedTransport.clear();
+  s.algoSpec = param::kAlgo.get();
+  s.protoSpec = param::kProto.get();
   s.shmDisable = param::kShmDisable.get();
   s.p2pDisable = param::kP2pDisable.get();
   if (cfg.commName) s.commName = cfg.commName;
@@ -159,8 +171,10 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   me.nChannels = comm->settings.nChannels;
   me.maxChannels = comm->settings.maxChannels;
   me.smallMsgBytes = comm->settings.smallMsgBytes;
-  r = loadCostModel(comm, &me.model);
-  if (r != ncclSuccess) return finish(r);
+  me.specHash = specHash(comm->settings);
+  // A bad model file fails every rank (after the exchange, so none waits for it).
+  const ncclResult_t modelResult = loadCostModel(comm, &me.model);
+  me.modelError = modelResult != ncclSuccess;
   r = comm->bootstrap->allGather(all.data(), sizeof(InitRecord));
   if (r != ncclSuccess) return finish(r);
   for (const InitRecord& o : all) {
@@ -174,6 +188,18 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
                              o.fifoSlots, o.nChannels, o.maxChannels, rank,
                              static_cast<unsigned long long>(me.fifoCapacity), me.fifoSlots,
                              me.nChannels, me.maxChannels));
+    if (o.modelError)
+      return finish(modelResult != ncclSuccess
+                        ? modelResult
+                        : setError(ncclInvalidArgument, comm,
+                                   "ncclCommInitRank: rank %d could not read its "
+                                   "BRAID_TUNER_MODEL (see its log)", o.info.rank));
+    if (o.specHash != me.specHash)
+      return finish(setError(ncclInvalidUsage, comm,
+                             "ncclCommInitRank: rank %d has other NCCL_ALGO/NCCL_PROTO than "
+                             "rank %d (here '%s'/'%s'); they must be the same on every rank",
+                             o.info.rank, rank, comm->settings.algoSpec.c_str(),
+                             comm->settings.protoSpec.c_str()));
     comm->peers.push_back(o.info);
   }
   comm->commHash = fnv1a(&id, sizeof(id));

@@ -62,15 +62,15 @@ uint64_t messageBytes(const PlanArgs& a) {
 
 }  // namespace
 
-bool algoAllowed(const std::string& specIn, Coll coll, const char* name, const char* ncclName) {
+namespace {
+
+/// The list of `spec` that applies to `coll` (lower case, no spaces): its prefixed
+/// list, else the unprefixed one, else "" (everything allowed).
+std::string listFor(const std::string& specIn, Coll coll) {
   std::string spec = lower(specIn);
   spec.erase(std::remove(spec.begin(), spec.end(), ' '), spec.end());
-  if (spec.empty()) return true;
-  const std::string me = lower(name);
-  const std::string alias = ncclName ? lower(ncclName) : std::string();
   const std::string cname = collKey(coll);
   std::string generic;
-  bool haveGeneric = false;
   size_t pos = 0;
   while (pos <= spec.size()) {
     size_t semi = spec.find(';', pos);
@@ -78,16 +78,28 @@ bool algoAllowed(const std::string& specIn, Coll coll, const char* name, const c
     size_t colon = part.find(':');
     if (colon == std::string::npos) {
       generic = part;
-      haveGeneric = !part.empty();
     } else {
       std::string c = part.substr(0, colon);
       c.erase(std::remove(c.begin(), c.end(), '_'), c.end());
-      if (c == cname) return listAllows(part.substr(colon + 1), me, alias);
+      if (c == cname) return part.substr(colon + 1);
     }
     if (semi == std::string::npos) break;
     pos = semi + 1;
   }
-  return haveGeneric ? listAllows(generic, me, alias) : true;
+  return generic;
+}
+
+}  // namespace
+
+bool algoAllowed(const std::string& spec, Coll coll, const char* name, const char* ncclName) {
+  const std::string list = listFor(spec, coll);
+  return list.empty() ||
+         listAllows(list, lower(name), ncclName ? lower(ncclName) : std::string());
+}
+
+bool algoNamed(const std::string& spec, Coll coll, const char* name, const char* ncclName) {
+  const std::string list = listFor(spec, coll);
+  return !list.empty() && list[0] != '^' && algoAllowed(spec, coll, name, ncclName);
 }
 
 const std::vector<Protocol>& protocols() {
@@ -126,22 +138,21 @@ std::string fmtBytes(uint64_t b) {
 
 }  // namespace
 
-std::vector<TuneChoice> rankChoices(const TuneInput& in) {
+std::vector<TuneChoice> rankChoices(const TuneInput& in, bool ignoreSpecs) {
   const uint64_t bytes = messageBytes(in.args);
   const bool small = bytes <= in.smallMsgBytes && in.args.nranks <= kDirectMaxRanks;
   std::vector<Candidate> cands;
   // Pass 0: what NCCL_ALGO / NCCL_PROTO allow. Pass 1 (only if pass 0 found nothing,
   // e.g. NCCL_ALGO=CollNet): everything, with a warning from the caller.
-  for (int pass = 0; pass < 2 && cands.empty(); ++pass) {
+  for (int pass = ignoreSpecs ? 1 : 0; pass < 2 && cands.empty(); ++pass) {
     const bool any = pass == 1;
     for (const Algorithm& a : allAlgorithms()) {
       if (a.coll != in.args.coll) continue;
-      const bool named = !in.algoSpec.empty() && !any &&
-                         algoAllowed(in.algoSpec, a.coll, a.name, a.ncclName);
       if (!any && !algoAllowed(in.algoSpec, a.coll, a.name, a.ncclName)) continue;
       // One-shot algorithms cost a connection per peer and n-1 copies: only for small
-      // messages on small groups, unless NCCL_ALGO asks for them.
-      if (a.small && !small && !(named && in.algoSpec[0] != '^')) continue;
+      // messages on small groups, unless NCCL_ALGO names them.
+      if (a.small && !small && !(!any && algoNamed(in.algoSpec, a.coll, a.name, a.ncclName)))
+        continue;
       for (const Protocol& pr : protocols()) {
         if (!any && !protoAllowed(in.protoSpec, a.coll, pr.name)) continue;
         Candidate c{&a, &pr, {}, 0, 0};
@@ -194,10 +205,14 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const 
   PlanArgs args = argsIn;
   if (!args.layout) args.layout = comm->layout;
 
-  TuneInput in{args, param::kAlgo.get(), param::kProto.get(), comm->model,
+  TuneInput in{args, comm->settings.algoSpec, comm->settings.protoSpec, comm->model,
                comm->settings.geometry, comm->settings.smallMsgBytes,
                comm->settings.nChannels, comm->settings.maxChannels};
   std::vector<TuneChoice> choices = rankChoices(in);
+  // If every allowed builder declines (e.g. NCCL_ALGO=hier on uneven nodes), fall back
+  // to the others (a builder's decision depends on the layout, never on the rank).
+  const size_t allowed = choices.size();
+  for (const TuneChoice& ch : rankChoices(in, true)) choices.push_back(ch);
   const bool restricted = !in.algoSpec.empty() || !in.protoSpec.empty();
   for (const TuneChoice& ch : choices) {
     auto plan = std::make_shared<Plan>();
@@ -210,9 +225,13 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const 
     for (const Program& prog : plan->programs)
       for (const Step& st : prog.steps)
         if (st.dst.buf != Buf::kNone) plan->outputElems += st.dst.count;
-    if (restricted && !algoAllowed(in.algoSpec, args.coll, ch.algo->name, ch.algo->ncclName))
-      BRAID_WARN("NCCL_ALGO='%s' allows no algorithm for %s; using %s", in.algoSpec.c_str(),
-                 collName(args.coll), ch.algo->name);
+    if (restricted && (size_t(&ch - choices.data()) >= allowed ||
+                       !algoAllowed(in.algoSpec, args.coll, ch.algo->name, ch.algo->ncclName) ||
+                       !protoAllowed(in.protoSpec, args.coll, ch.protocol)))
+      BRAID_WARN("NCCL_ALGO='%s' NCCL_PROTO='%s' allow no algorithm that can run %s %s; "
+                 "using %s/%s", in.algoSpec.c_str(), in.protoSpec.c_str(),
+                 collName(args.coll), layoutOf(args).describe().c_str(), ch.algo->name,
+                 ch.protocol);
     if (logEnabled(LogLevel::kInfo, kLogTuning)) {
       std::string others;
       for (const TuneChoice& o : choices) {

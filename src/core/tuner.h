@@ -51,8 +51,9 @@ struct TuneChoice {
 };
 
 /// The candidates for `in`, cheapest first (the first one whose builder accepts the
-/// arguments runs). If NCCL_ALGO/NCCL_PROTO allow nothing, every candidate is ranked.
-std::vector<TuneChoice> rankChoices(const TuneInput& in);
+/// arguments runs). If NCCL_ALGO/NCCL_PROTO allow nothing (or `ignoreSpecs`), every
+/// candidate is ranked.
+std::vector<TuneChoice> rankChoices(const TuneInput& in, bool ignoreSpecs = false);
 
 /// Builds (or fetches from the comm's cache) the plan for `args` on `comm`.
 ncclResult_t makePlan(Comm* comm, const PlanArgs& args, std::shared_ptr<const Plan>* out);
@@ -60,6 +61,10 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& args, std::shared_ptr<const Pl
 /// Whether NCCL_ALGO (as given in `spec`) allows the algorithm called `name` (or, if
 /// not null, `ncclName`) for `coll` (syntax above).
 bool algoAllowed(const std::string& spec, Coll coll, const char* name, const char* ncclName);
+
+/// Whether the list of `spec` that applies to `coll` is a positive list naming it
+/// (NCCL_ALGO=direct asks for a one-shot algorithm at any size; ^ring does not).
+bool algoNamed(const std::string& spec, Coll coll, const char* name, const char* ncclName);
 
 /// The same rule for NCCL_PROTO and a protocol name.
 bool protoAllowed(const std::string& spec, Coll coll, const char* name);

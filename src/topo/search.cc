@@ -275,6 +275,7 @@ std::vector<int> intraNodeOrder(const Topology& t, const std::vector<int>& cudaD
   std::vector<int> nodes = rankNodes(t, cudaDevOfLocalRank);
   if (std::any_of(nodes.begin(), nodes.end(), [](int x) { return x < 0; })) return key;
   RingSearch r = searchRings(t, nodes, SearchOptions{});
+  if (r.channels.empty()) return key;
   const std::vector<int>& ring = r.channels[0].order;
   for (size_t pos = 0; pos < ring.size(); ++pos) key[size_t(ring[pos])] = int(pos);
   return key;

@@ -37,6 +37,15 @@ TEST(AlgoSyntax, ListsNegationPrefixesAndCase) {
   EXPECT_TRUE(algoAllowed("reducescatter:hier", Coll::kReduceScatter, "hier", nullptr));
 }
 
+TEST(AlgoSyntax, NamedMeansAPositiveListForThatCollective) {
+  EXPECT_TRUE(algoNamed("direct", Coll::kAllReduce, "direct", nullptr));
+  EXPECT_FALSE(algoNamed("", Coll::kAllReduce, "direct", nullptr));
+  EXPECT_FALSE(algoNamed("allreduce:^ring", Coll::kAllReduce, "direct", nullptr))
+      << "allowed by a negation, not named";
+  EXPECT_FALSE(algoNamed("^ring;allgather:direct", Coll::kAllReduce, "direct", nullptr));
+  EXPECT_TRUE(algoNamed("^ring;allgather:direct", Coll::kAllGather, "direct", nullptr));
+}
+
 TEST(ProtoSyntax, SameRules) {
   EXPECT_TRUE(protoAllowed("", Coll::kAllReduce, "LL"));
   EXPECT_TRUE(protoAllowed("LL,LL128", Coll::kAllReduce, "LL128"));

@@ -31,4 +31,16 @@ echo "bogus_key=3" >"$tmp/model.txt"
 env BRAID_TUNER_MODEL="$tmp/model.txt" NCCL_DEBUG=WARN "$braidrun" -n 2 -- "$perf" -b 8 -e 8 -n 1 -w 0 >"$tmp/bad.log" 2>&1 \
   && fail "a bad BRAID_TUNER_MODEL was accepted"
 grep -q "BRAID_TUNER_MODEL '$tmp/model.txt': line 1" "$tmp/bad.log" || { cat "$tmp/bad.log"; fail "no message naming the bad model file"; }
+# NCCL_ALGO on one rank only: init fails on every rank with a message (no hang).
+timeout 60 "$braidrun" -n 2 -- bash -c '[[ $RANK == 0 ]] && export NCCL_ALGO=tree; exec "$@"' _ \
+  "$perf" -b 8 -e 8 -n 1 -w 0 >"$tmp/mismatch.log" 2>&1 && fail "mismatched NCCL_ALGO was accepted"
+grep -q "other NCCL_ALGO/NCCL_PROTO than" "$tmp/mismatch.log" || { cat "$tmp/mismatch.log"; fail "no message for mismatched NCCL_ALGO"; }
+
+# An algorithm that declines the layout (hier on nodes of 2 and 1 ranks) falls back
+# with a warning instead of failing.
+timeout 60 env NCCL_ALGO=allreduce:hier NCCL_DEBUG=WARN "$braidrun" -n 3 -- \
+  bash -c 'export NCCL_HOSTID=node$((RANK / 2)); exec "$@"' _ "$perf" -b 8 -e 64K -f 64 -n 1 -w 0 -c 1 \
+  >"$tmp/decline.log" 2>&1 || { cat "$tmp/decline.log"; fail "NCCL_ALGO=allreduce:hier on uneven nodes failed"; }
+grep -q "allow no algorithm that can run AllReduce 2 nodes (2,1 ranks); using" "$tmp/decline.log" \
+  || { cat "$tmp/decline.log"; fail "no fallback warning"; }
 echo "PASS"
