@@ -76,9 +76,9 @@ struct Ctx {
   }
 };
 
-int ceilLog2(int n) {
+int floorLog2(int n) {
   int k = 0;
-  while ((1 << k) < n) ++k;
+  while ((2 << k) <= n) ++k;
   return k;
 }
 
@@ -137,8 +137,8 @@ double tree(const Ctx& c) {
   // Inter-node double binary tree over nodes, chains inside nodes (one node: a binary
   // tree over ranks). Both trees carry half the data; every rank moves about 2S in and
   // out; the pipeline fills through the depth in chunks.
-  const double dInter = c.N > 1 ? ceilLog2(c.N + 1) : 0;
-  const double dIntra = c.N > 1 ? c.m - 1 : ceilLog2(c.n + 1) - 1;
+  const double dInter = c.N > 1 ? floorLog2(c.N) : 0;  // binary tree depth
+  const double dIntra = c.N > 1 ? c.m - 1 : floorLog2(c.n);
   const double lat = 2 * (dInter * (c.M->stepUs + c.M->inter.alphaUs) +
                           dIntra * (c.M->stepUs + c.M->intra.alphaUs));
   const double half = c.S / 2, chunk = std::min(c.C, half);

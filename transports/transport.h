@@ -24,6 +24,7 @@ struct PeerInfo {
   int rank = -1;
   int pid = 0;
   uint64_t hostHash = 0;     ///< hostname + boot id, or NCCL_HOSTID
+  uint64_t machineHash = 0;  ///< hostname + boot id (the physical machine, for CPU sharing)
   uint64_t processHash = 0;  ///< unique per process (host, pid, random)
   int cudaDev = -1;
   char hostname[64] = {};

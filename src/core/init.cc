@@ -31,17 +31,20 @@ uint64_t fnv1a(const void* data, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
   return h;
 }
 
-uint64_t hostHash() {
-  std::string id = param::kHostId.get();
-  if (id.empty()) {
-    char host[256] = {};
-    gethostname(host, sizeof(host) - 1);
-    std::string boot;
-    std::ifstream f("/proc/sys/kernel/random/boot_id");
-    std::getline(f, boot);
-    id = std::string(host) + ":" + boot;
-  }
+/// The physical machine: hostname and boot id (NCCL_HOSTID does not change it).
+uint64_t machineHash() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, boot);
+  const std::string id = std::string(host) + ":" + boot;
   return fnv1a(id.data(), id.size());
+}
+
+uint64_t hostHash() {
+  const std::string id = param::kHostId.get();
+  return id.empty() ? machineHash() : fnv1a(id.data(), id.size());
 }
 
 uint64_t processToken() {
@@ -162,6 +165,7 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   me.info.rank = rank;
   me.info.pid = getpid();
   me.info.hostHash = hostHash();
+  me.info.machineHash = machineHash();
   me.info.processHash = me.info.hostHash ^ processToken();
   me.info.cudaDev = cudaDev;
   gethostname(me.info.hostname, sizeof(me.info.hostname) - 1);
@@ -213,14 +217,22 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   if (r != ncclSuccess) return finish(r);
   comm->layout = std::make_shared<const RankLayout>(makeLayout(comm->peers, keys));
   BRAID_INFO(kLogGraph, "layout: %s", comm->layout->describe().c_str());
-  // Waiting ranks spin only while every rank of this host can have a core; with more
-  // ranks than cores a spinning rank steals the core its peer needs, so yield at once.
+  // Waiting ranks spin only while every busy thread of this machine can have a core:
+  // its ranks (all host ids: network namespaces share the CPUs), and the proxy thread
+  // of each that talks to another host. Otherwise a spinning rank steals the core its
+  // peer or its proxy needs, so yield at once.
   if (param::kSpinUs.raw() == nullptr) {
-    int local = 0;
-    for (const PeerInfo& p : comm->peers) local += p.hostHash == me.info.hostHash;
+    int threads = 0;
+    // Sockets (a proxy thread per rank) between hosts, or forced between local ranks.
+    bool remote = comm->settings.forcedTransport == "socket" || comm->settings.shmDisable;
+    for (const PeerInfo& p : comm->peers) {
+      threads += p.machineHash == me.info.machineHash;
+      remote = remote || p.hostHash != me.info.hostHash;
+    }
+    if (remote) threads *= 2;
     cpu_set_t set;
     int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-    if (local > cpus) comm->settings.spinUs = 0;
+    if (threads > cpus) comm->settings.spinUs = 0;
   }
   BRAID_INFO(kLogInit, "comm %p rank %d nranks %d pid %d host %s ready (fifo %u x %llu B, %d "
              "channel(s))", static_cast<void*>(comm), rank, nranks, me.info.pid,

@@ -1,0 +1,54 @@
+# Multi-node tests on one machine: network namespaces joined by a bridge play the nodes
+# (scripts/netns-cluster.sh), scripts/netns-run.sh launches the perf programs across them
+# (NCCL_HOSTID per node: shm inside a node, sockets between nodes). Label "multinode".
+# Every test skips (exit 77) with the reason where namespaces cannot be made (not root,
+# no CAP_NET_ADMIN, no iproute2) or when BRAID_SKIP_NETNS=1. See docs/multinode.md.
+#
+# Each test owns a namespace prefix (a hash of this build folder + its number), so tests
+# can run in parallel (ctest -j) and a rerun removes what a crashed run left behind.
+if(TARGET all_reduce_perf AND TARGET braid-info)
+  set(_mn ${CMAKE_CURRENT_LIST_DIR}/multinode)
+  set(_mn_scripts ${PROJECT_SOURCE_DIR}/scripts)
+  string(MD5 _mn_hash "${CMAKE_BINARY_DIR}")
+  string(SUBSTRING "${_mn_hash}" 0 4 _mn_hash)
+  set(_mn_index 0)
+  # mn_add(NAME script args...): one test; its prefix is passed as --prefix.
+  function(mn_add name script)
+    math(EXPR _i "${_mn_index} + 1")
+    set(_mn_index ${_i} PARENT_SCOPE)
+    add_test(NAME multinode.${name}
+             COMMAND bash ${_mn}/${script} --scripts ${_mn_scripts} --prefix bmn${_mn_hash}t${_i}x
+                     ${ARGN})
+    set_tests_properties(multinode.${name} PROPERTIES
+      LABELS "multinode" SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endfunction()
+
+  set(_mn_bin --bin $<TARGET_FILE_DIR:all_reduce_perf> --info $<TARGET_FILE:braid-info>)
+  # Mild shaping keeps the runs fast; it still makes the inter-node links the slow ones.
+  set(_mn_shape --rate 2gbit --delay 100us)
+  set(_mn_colls all_reduce all_gather reduce_scatter alltoall broadcast reduce gather scatter
+      sendrecv)
+
+  mn_add(launcher mn_launcher.sh)
+  # 2x2: the default FIFO (8 x 512 KiB slots), sizes up to 2 MiB (several slots).
+  # 3x2 and cyclic: small FIFOs (8 x 8 KiB) so that sizes up to 256 KiB stream through
+  # many slots and loops at a fraction of the time.
+  set(_mn_small_fifo --env NCCL_BUFFSIZE=65536 -- -b 8 -e 256K -f 8 -n 1 -w 0 -c 1)
+  foreach(coll ${_mn_colls})
+    # Every algorithm of the collective (from braid-info) and the tuner's choice.
+    mn_add(${coll}.2x2 mn_perf.sh ${_mn_bin} --nodes 2 --per 2 ${_mn_shape} ${coll})
+    mn_add(${coll}.3x2 mn_perf.sh ${_mn_bin} --nodes 3 --per 2 ${_mn_shape} ${coll}
+           ${_mn_small_fifo})
+  endforeach()
+  # Ranks interleaved over the nodes (rank r on node r % 3): node-aware algorithms must
+  # not assume that a node's ranks are consecutive.
+  mn_add(cyclic.3x2 mn_perf.sh ${_mn_bin} --nodes 3 --per 2 --placement cyclic ${_mn_shape}
+         ${_mn_colls} ${_mn_small_fifo})
+  # A killed rank (node 1) makes the others fail with an error, not hang.
+  mn_add(fault.kill_rank.2x2 mn_fault.sh --bin $<TARGET_FILE_DIR:all_reduce_perf>
+         --nodes 2 --victim 3)
+  mn_add(fault.kill_rank.3x2 mn_fault.sh --bin $<TARGET_FILE_DIR:all_reduce_perf>
+         --nodes 3 --victim 2)
+  # The verdict can fail: a corrupted result is caught across nodes.
+  mn_add(corrupt_detected mn_corrupt.sh --bin $<TARGET_FILE_DIR:all_reduce_perf> all_reduce)
+endif()

@@ -1,0 +1,113 @@
+# shellcheck shell=bash
+# Shared helpers of the multinode tests (sourced by mn_*.sh; see tests/multinode.cmake).
+# Needs: SCRIPTS (the repository's scripts/ folder), PREFIX (namespace prefix of this test).
+
+MN_SKIP=77  # ctest SKIP_RETURN_CODE of every multinode test
+
+mn_log() { echo "[$(date +%H:%M:%S)] $*"; }
+mn_fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# Skip (exit 77) with the reason when namespaces cannot be made here; BRAID_SKIP_NETNS=1
+# skips on purpose (e.g. a CI runner without CAP_NET_ADMIN that still succeeds the check).
+mn_require_netns() {
+  if [ "${BRAID_SKIP_NETNS:-0}" = 1 ]; then
+    echo "SKIP: BRAID_SKIP_NETNS=1 is set"
+    exit "$MN_SKIP"
+  fi
+  local why rc
+  why=$(bash "$SCRIPTS/netns-cluster.sh" check --prefix "$PREFIX" 2>&1)
+  rc=$?
+  if [ "$rc" -eq 2 ]; then
+    echo "SKIP: network namespaces are not available here: $why"
+    exit "$MN_SKIP"
+  elif [ "$rc" -ne 0 ]; then
+    mn_fail "netns-cluster.sh check failed (rc $rc): $why"
+  fi
+  echo "$why"
+}
+
+# mn_up NODES [shaping args...]: make the cluster; it is removed when the test exits,
+# whatever the outcome (an EXIT trap; INT/TERM from ctest's timeout also end there).
+mn_up() {
+  trap 'bash "$SCRIPTS/netns-cluster.sh" down --prefix "$PREFIX" >/dev/null 2>&1' EXIT
+  trap 'exit 143' TERM
+  trap 'exit 130' INT
+  bash "$SCRIPTS/netns-cluster.sh" up "$@" --prefix "$PREFIX" ||
+    mn_fail "netns-cluster.sh up $* --prefix $PREFIX failed"
+}
+
+# mn_algorithms BRAID_INFO COLLKEY: the NCCL_ALGO names of one collective, from the
+# algorithm table of `braid-info --brief` ("  AllReduce      ring      (Ring)"). COLLKEY is
+# the perf program's name without underscores (allreduce, alltoall, sendrecv, ...).
+mn_algorithms() {
+  "$1" --brief | awk -v want="$2" '
+    /^Algorithms/ { on = 1; next }
+    on && /^  [A-Za-z]/ { c = tolower($1); gsub(/_/, "", c); if (c == want) print $2 }'
+}
+
+# mn_judge LOG: the perf program's verdict from its (rank-prefixed) output: result rows,
+# no row with wrong elements, the "0 OK" summary. Prints why and returns 1 if not.
+mn_judge() {
+  local log=$1 rows bad
+  # Result rows (rank 0 prints them): "[0]  size count type redop root t algbw busbw #wrong ..."
+  rows=$(awk '$1 == "[0]" && NF == 14 && $2 ~ /^[0-9]+$/' "$log" | wc -l)
+  bad=$(awk '$1 == "[0]" && NF == 14 && $2 ~ /^[0-9]+$/ &&
+             (($10 != "N/A" && $10 + 0 > 0) || ($14 != "N/A" && $14 + 0 > 0))' "$log" | wc -l)
+  [ "$rows" -gt 0 ] || { echo "no result rows"; return 1; }
+  [ "$bad" -eq 0 ] || { echo "$bad rows with wrong elements"; return 1; }
+  grep -q '^\[0\] # Out of bounds values : 0 OK' "$log" || { echo "no '0 OK' summary"; return 1; }
+  echo "$rows rows, 0 wrong"
+}
+
+# mn_transports LOG NODES PER PLACEMENT: every "rank R ...: channel C from rank P via T"
+# line (NCCL_DEBUG_SUBSYS=INIT) must say shm for two ranks of one node and socket for
+# ranks of two nodes; at least one of each must be seen where the layout has such pairs.
+mn_transports() {
+  awk -v nodes="$2" -v per="$3" -v placement="$4" '
+    function node(r) { return placement == "block" ? int(r / per) : r % nodes }
+    / of [0-9]+, comm .*: channel [0-9]+ from rank [0-9]+ via / {
+      for (i = 1; i <= NF; i++) {
+        if ($i == "rank" && $(i + 2) == "of") me = $(i + 1)
+        if ($i == "from" && $(i + 1) == "rank") peer = $(i + 2)
+        if ($i == "via") how = $(i + 1)
+      }
+      seen++
+      want = me == peer ? "local" : (node(me) == node(peer) ? "shm" : "socket")
+      count[how]++
+      if (how != want) {
+        bad++
+        if (bad <= 5) printf "rank %d <- rank %d via %s, expected %s\n", me, peer, how, want
+      }
+    }
+    END {
+      if (seen == 0) { print "no transport lines in the log (NCCL_DEBUG_SUBSYS=INIT)"; exit 1 }
+      if (bad > 0) { printf "%d connections on the wrong transport\n", bad; exit 1 }
+      if (per > 1 && count["shm"] == 0) { print "no shm connection inside a node"; exit 1 }
+      if (nodes > 1 && count["socket"] == 0) { print "no socket connection across nodes"; exit 1 }
+      printf "transports ok: %d shm, %d socket, %d local\n", count["shm"], count["socket"], count["local"]
+    }' "$1"
+}
+
+# mn_algorithms_used LOG COLLKEY: the algorithms the ranks' TUNING lines report for that
+# collective, space separated. Informational only (the format is the tuner's): both
+# "AllReduce count 1024: algorithm ring, ..." and "AllReduce 4 KiB (...): ring/Simple ..."
+# are understood; an unknown format gives "?".
+mn_algorithms_used() {
+  awk -v want="$2" '
+    / NCCL INFO / {
+      for (i = 1; i < NF; i++) if ($i == "INFO") break
+      c = tolower($(i + 1)); gsub(/_/, "", c)
+      if (c != want) next
+      a = ""
+      if (match($0, /: algorithm [A-Za-z0-9_]+/)) {
+        a = substr($0, RSTART + 12, RLENGTH - 12)
+      } else if (match($0, /\): [A-Za-z0-9_]+\/[A-Za-z0-9_]+ channels/)) {
+        a = substr($0, RSTART + 3, RLENGTH - 3); sub(/ channels$/, "", a)
+      }
+      if (a != "") n[a]++
+    }
+    END { for (a in n) printf "%s ", a }' "$1"
+}
