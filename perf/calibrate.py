@@ -5,7 +5,7 @@ Give sendrecv_perf JSON files (-J) measured between two ranks of one node (--int
 and between two ranks on two nodes (--inter). Each is fitted with
 time_us = alpha + bytes / (gbps * 1e3) by least squares over its sizes (out-of-place
 times, at least 3 sizes); the executor's own per-step cost (step_us) is subtracted from
-alpha. Keys not measured keep their defaults (src/core/machine.cc). Writes key=value
+alpha (taken at the smallest size). Keys not measured keep their defaults (src/core/machine.cc). Writes key=value
 lines that BRAID_TUNER_MODEL reads:
 
   perf/calibrate.py --intra intra.json --inter inter.json -o model.txt
@@ -29,7 +29,7 @@ def points(path):
 
 
 def fit(pts):
-    """Least squares of t = a + b * size; returns (alpha_us, gbps)."""
+    """Fits t = alpha + size / bandwidth; returns (alpha_us, gbps)."""
     n = len(pts)
     sx = sum(p[0] for p in pts)
     sy = sum(p[1] for p in pts)
@@ -39,13 +39,13 @@ def fit(pts):
     if den <= 0:
         sys.exit("calibrate: sizes must differ")
     b = (n * sxy - sx * sy) / den
-    a = (sy - b * sx) / n
     if b <= 0:
         sys.exit("calibrate: time does not grow with size: measure larger sizes")
-    # The smallest size measures the latency better than the intercept of a fit that
-    # large sizes dominate.
-    small = min(pts)[1]
-    return max(min(a, small), 0.05), 1.0 / b / 1e3
+    # The slope from the fit (large sizes dominate it); the latency from the smallest
+    # size, less its bytes at that bandwidth (the fit's intercept is unreliable: large
+    # sizes' noise moves it by more than the latency itself).
+    size, t = min(pts)
+    return max(t - size * b, 0.05), 1.0 / b / 1e3
 
 
 def main():

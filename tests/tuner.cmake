@@ -10,3 +10,6 @@ add_test(NAME tuner.tuning_log
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tuner/tuning_log_test.sh
                  $<TARGET_FILE:braidrun> $<TARGET_FILE:all_reduce_perf>)
 set_tests_properties(tuner.tuning_log PROPERTIES LABELS tuner TIMEOUT 120)
+
+add_test(NAME tuner.calibrate COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/tuner/calibrate_test.py)
+set_tests_properties(tuner.calibrate PROPERTIES LABELS tuner TIMEOUT 60)
