@@ -111,17 +111,21 @@ double chain(const Ctx& c, bool reduce) {  // broadcast / reduce along the ring
 
 // ---- one shot ---------------------------------------------------------------------------
 
+/// Latency of one rank's one-shot messages: its intra-node ones overlap, but its
+/// messages to other nodes leave one after another through its network proxy.
+double onceAlpha(const Ctx& c) {
+  return (c.m > 1 ? c.M->intra.alphaUs : 0) + (c.n - c.m) * c.M->inter.alphaUs;
+}
+
 /// Every rank sends `bytes` to every other rank (its sends are serial on its core).
 double allToAllOnce(const Ctx& c, double bytes) {
-  const double alpha = c.N > 1 ? c.M->inter.alphaUs : c.M->intra.alphaUs;
-  return (c.n - 1) * c.M->stepUs + alpha + (c.m - 1) * bytes / c.intraBw() +
+  return (c.n - 1) * c.M->stepUs + onceAlpha(c) + (c.m - 1) * bytes / c.intraBw() +
          (c.n - c.m) * bytes / c.interBw(c.m) + c.slices((c.n - 1) * bytes);
 }
 
 /// The root sends `bytes` to (or receives them from) every other rank.
 double rootedOnce(const Ctx& c, double bytes) {
-  const double alpha = c.N > 1 ? c.M->inter.alphaUs : c.M->intra.alphaUs;
-  return (c.n - 1) * c.M->stepUs + alpha + (c.m - 1) * bytes / c.intraBw() +
+  return (c.n - 1) * c.M->stepUs + onceAlpha(c) + (c.m - 1) * bytes / c.intraBw() +
          (c.n - c.m) * bytes / c.interBw(1) + c.slices((c.n - 1) * bytes);
 }
 
@@ -135,18 +139,24 @@ double pairwise(const Ctx& c) {
 
 double tree(const Ctx& c) {
   // Inter-node double binary tree over nodes, chains inside nodes (one node: a binary
-  // tree over ranks). Both trees carry half the data; every rank moves about 2S in and
-  // out; the pipeline fills through the depth in chunks.
+  // tree over ranks). Both trees carry half the data. A rank is interior in at most one
+  // tree: about 1.5 S in and 1.5 S out over its node's links; across nodes, each
+  // direction of a node's network carries S (half up in one tree, half down in the
+  // other). The pipeline fills through the depth in chunks.
   const double dInter = c.N > 1 ? floorLog2(c.N) : 0;  // binary tree depth
   const double dIntra = c.N > 1 ? c.m - 1 : floorLog2(c.n);
   const double lat = 2 * (dInter * (c.M->stepUs + c.M->inter.alphaUs) +
                           dIntra * (c.M->stepUs + c.M->intra.alphaUs));
   const double half = c.S / 2, chunk = std::min(c.C, half);
   const int k = std::max(1, std::min(c.nChannels, c.m));
-  const double bw = c.N > 1 ? std::min(k * c.interBw(k), c.intraBw()) : c.intraBw();
+  double wire = 1.5 * c.S / c.intraBw();
+  const double inter = c.N > 1 ? k * c.interBw(k) : c.intraBw();  // heads cross in parallel
+  if (c.N > 1) wire = std::max(wire, c.S / inter);
+  // One chunk's way up and down the tree; later chunks follow it in pipeline.
+  const double path = dInter * chunk / inter + dIntra * chunk / c.intraBw();
   const double chunks = steps(half, c.C);
-  return lat + chunks * 3 * c.M->stepUs + 2 * c.S / bw +
-         2 * (dInter + dIntra) * chunk / bw + c.reduce(c.S) + c.slices(2 * c.S);
+  return lat + chunks * 3 * c.M->stepUs + std::max(wire, 2 * path) + (chunks > 1 ? path : 0) +
+         c.reduce(c.S) + c.slices(2 * c.S);
 }
 
 double rabenseifner(const Ctx& c) {
