@@ -111,11 +111,9 @@ double chain(const Ctx& c, bool reduce) {  // broadcast / reduce along the ring
 
 // ---- one shot ---------------------------------------------------------------------------
 
-/// Latency of one rank's one-shot messages: its intra-node ones overlap, but its
-/// messages to other nodes leave one after another through its network proxy.
-double onceAlpha(const Ctx& c) {
-  return (c.m > 1 ? c.M->intra.alphaUs : 0) + (c.n - c.m) * c.M->inter.alphaUs;
-}
+/// Latency of one rank's one-shot messages: they are all in flight at once, so one
+/// latency of the slowest link (their bytes are charged one after another below).
+double onceAlpha(const Ctx& c) { return c.N > 1 ? c.M->inter.alphaUs : c.M->intra.alphaUs; }
 
 /// Every rank sends `bytes` to every other rank (its sends are serial on its core).
 double allToAllOnce(const Ctx& c, double bytes) {
