@@ -209,14 +209,18 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const 
                comm->settings.geometry, comm->settings.smallMsgBytes,
                comm->settings.nChannels, comm->settings.maxChannels};
   std::vector<TuneChoice> choices = rankChoices(in);
-  // If every allowed builder declines (e.g. NCCL_ALGO=hier on uneven nodes), fall back
-  // to the others (a builder's decision depends on the layout, never on the rank).
   const size_t allowed = choices.size();
-  for (const TuneChoice& ch : rankChoices(in, true)) choices.push_back(ch);
   const bool restricted = !in.algoSpec.empty() || !in.protoSpec.empty();
-  for (const TuneChoice& ch : choices) {
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const TuneChoice& ch = choices[i];
     auto plan = std::make_shared<Plan>();
-    if (!ch.algo->build(args, ch.params, plan.get())) continue;
+    if (!ch.algo->build(args, ch.params, plan.get())) {
+      // Every allowed builder declined (e.g. NCCL_ALGO=hier on uneven nodes): fall back
+      // to the others (a builder's decision depends on the layout, never on the rank).
+      if (i + 1 == allowed && restricted)
+        for (const TuneChoice& other : rankChoices(in, true)) choices.push_back(other);
+      continue;
+    }
     plan->algorithm = ch.algo->name;
     plan->protocol = ch.protocol;
     plan->sliceBytes = ch.sliceBytes;
@@ -225,7 +229,7 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const 
     for (const Program& prog : plan->programs)
       for (const Step& st : prog.steps)
         if (st.dst.buf != Buf::kNone) plan->outputElems += st.dst.count;
-    if (restricted && (size_t(&ch - choices.data()) >= allowed ||
+    if (restricted && (i >= allowed ||
                        !algoAllowed(in.algoSpec, args.coll, ch.algo->name, ch.algo->ncclName) ||
                        !protoAllowed(in.protoSpec, args.coll, ch.protocol)))
       BRAID_WARN("NCCL_ALGO='%s' NCCL_PROTO='%s' allow no algorithm that can run %s %s; "
