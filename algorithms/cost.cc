@@ -303,22 +303,15 @@ double predictUs(const char* algorithm, const CostQuery& q) {
 
 namespace {
 
-struct Key {
-  const char* name;
-  double CostModel::*field;
-};
-const Key kLinkKeys[] = {{"nic_gbps", &CostModel::nicGbps},
-                         {"reduce_gbps", &CostModel::reduceGbps},
-                         {"step_us", &CostModel::stepUs},
-                         {"slice_us", &CostModel::sliceUs}};
-
 double* field(CostModel* m, const std::string& key) {
   if (key == "intra_alpha_us") return &m->intra.alphaUs;
   if (key == "intra_gbps") return &m->intra.gbps;
   if (key == "inter_alpha_us") return &m->inter.alphaUs;
   if (key == "inter_gbps") return &m->inter.gbps;
-  for (const Key& k : kLinkKeys)
-    if (key == k.name) return &(m->*k.field);
+  if (key == "nic_gbps") return &m->nicGbps;
+  if (key == "reduce_gbps") return &m->reduceGbps;
+  if (key == "step_us") return &m->stepUs;
+  if (key == "slice_us") return &m->sliceUs;
   return nullptr;
 }
 

@@ -92,8 +92,6 @@ struct Plan {
   /// the tuner); 0: a whole slot. Every step around a cycle must then fit in half of
   /// nslots * sliceBytes (the tuner chooses PlanParams::chunkBytes so).
   uint64_t sliceBytes = 0;
-  const char* protocol = "Simple";  ///< the protocol's name (set by the tuner), for logs
-  int nChannels = 1;         ///< channels the plan was built for (set by the tuner)
   double predictedUs = 0;    ///< the cost model's prediction (set by the tuner; 0: none)
   size_t stepCount() const;
   /// Human-readable dump (one line per step), for NCCL_DEBUG_SUBSYS=PLAN and tests.

@@ -158,7 +158,7 @@ std::vector<TuneChoice> rankChoices(const TuneInput& in, bool ignoreSpecs) {
         Candidate c{&a, &pr, {}, 0, 0};
         c.slice = pr.sliceBytes == 0 || pr.sliceBytes > in.geometry.slotBytes
                       ? in.geometry.slotBytes : pr.sliceBytes;
-        if (pr.sliceBytes != 0 && c.slice == in.geometry.slotBytes && &pr != &protocols()[0])
+        if (pr.sliceBytes != 0 && c.slice == in.geometry.slotBytes)
           continue;  // slots this small: the protocol is Simple
         const uint64_t cap = uint64_t(in.geometry.nslots) * c.slice / 2;
         c.params.chunkBytes = std::max<uint64_t>(64, cap & ~uint64_t(63));
@@ -222,9 +222,7 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const 
       continue;
     }
     plan->algorithm = ch.algo->name;
-    plan->protocol = ch.protocol;
     plan->sliceBytes = ch.sliceBytes;
-    plan->nChannels = ch.params.nChannels;
     plan->predictedUs = std::isfinite(ch.us) ? ch.us : 0;
     for (const Program& prog : plan->programs)
       for (const Step& st : prog.steps)
