@@ -13,7 +13,7 @@ bool expected(const Pattern& p, const Counts& c, int rank, int nranks, int root,
 }
 
 ncclResult_t run(const CallArgs& a) {
-  return ncclAllGather(a.send, a.recv, a.count, a.type, a.comm, nullptr);
+  return ncclAllGather(a.send, a.recv, a.count, a.type, a.comm, a.stream);
 }
 
 CollSpec spec() {

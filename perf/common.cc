@@ -1,6 +1,14 @@
 // The shared driver of the perf suite (see common.h): ranks as threads (and as
 // processes), the size sweep, timing, checking and cross-rank aggregation. Everything
 // talks to the library through the public NCCL API only.
+//
+// Host buffers (default): null stream, a call completes before it returns, the time is
+// the calls' wall time. Device buffers (-D 1): every rank has a device (its local index %
+// device count), cudaMalloc'd buffers and a CUDA stream; data is written and checked in
+// host staging copies of the buffers (the same pattern and check code), and the time is
+// the wall time from the first call to cudaStreamSynchronize of every local stream.
+// The bookkeeping collectives (barrier, result sums) then run on device scratch too, so
+// a communicator only ever sees one memory kind.
 #include "perf/common.h"
 
 #include <unistd.h>
@@ -16,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "perf/device.h"
 #include "perf/launch.h"
 #include "perf/options.h"
 #include "perf/report.h"
@@ -40,6 +49,27 @@ struct FreeDeleter {
   void operator()(unsigned char* p) const { std::free(p); }
 };
 using HostBuffer = std::unique_ptr<unsigned char, FreeDeleter>;
+
+/// Report a failed CUDA step (device buffers) and end the process, as ncclOk.
+void cudaOk(bool ok, const std::string& error, int rank) {
+  if (ok) return;
+  std::fprintf(stderr, "braid-perf: rank %d: %s\n", rank, error.c_str());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+struct DeviceFreeDeleter {
+  void operator()(unsigned char* p) const { deviceFree(p); }
+};
+/// cudaMalloc'd memory (-D 1).
+using DeviceBuffer = std::unique_ptr<unsigned char, DeviceFreeDeleter>;
+
+struct StreamDeleter {
+  void operator()(CUstream_st* s) const { streamDestroy(s); }
+};
+/// A rank's CUDA stream (-D 1); null (the host path's stream) otherwise.
+using Stream = std::unique_ptr<CUstream_st, StreamDeleter>;
 
 /// Page-aligned, zeroed host memory (never empty, so pointers are always valid).
 HostBuffer allocate(size_t bytes) {
@@ -79,8 +109,9 @@ struct Shared {
   const Options& opt;
   ProcessInfo proc;
   ncclUniqueId id;
-  int nranks;      // world size
-  int localRanks;  // ranks in this process
+  int nranks;       // world size
+  int localRanks;   // ranks in this process
+  int deviceCount;  // CUDA devices when -D 1, else 0
   bool corrupt;
   Report& report;  // touched only by the printing thread (global rank 0) until joined
   std::atomic<bool> failed{false};
@@ -93,10 +124,14 @@ constexpr size_t kBarrierOffset = 1024;
 struct LocalRank {
   int rank = 0;
   ncclComm_t comm = nullptr;
-  HostBuffer send, recv;
-  HostBuffer scratch;  // barrier and aggregation values
+  HostBuffer send, recv;  // the buffers, or with -D 1 their host staging copies
+  HostBuffer scratch;     // barrier and aggregation values
   ncclRedOp_t op = ncclSum;
   bool createdOp = false;
+  // -D 1 only:
+  int device = -1;
+  Stream stream;
+  DeviceBuffer dsend, drecv, dscratch;
 };
 
 /// Buffer pointers of one call.
@@ -122,13 +157,26 @@ class Worker {
  private:
   bool printer() const { return s_.proc.rank == 0 && thread_ == 0; }
   bool grouped() const { return ranks_.size() > 1; }
+  bool onDevice() const { return s_.opt.device != 0; }
+  // Device-buffer helpers; no-ops on host buffers.
+  void useDevice(const LocalRank& lr) const;
+  void syncAll() const;
+  void toDevice(LocalRank& lr, unsigned char* dst, const unsigned char* src, size_t bytes) const;
+  void toHost(LocalRank& lr, unsigned char* dst, const unsigned char* src, size_t bytes) const;
+  /// The scratch the bookkeeping collectives use (device scratch with -D 1).
+  unsigned char* scratchOf(LocalRank& lr) const {
+    return onDevice() ? lr.dscratch.get() : lr.scratch.get();
+  }
+  void allocateBuffers(size_t sendBytes, size_t recvBytes);
   void groupStart(bool on) const;
   void groupEnd(bool on) const;
   void initComms();
   void printDevices();
   void barrier();
   void sweep(ncclDataType_t type, PerfOp op, int root);
-  Ptrs ptrs(LocalRank& lr, bool inPlace, const Counts& c, size_t elt) const;
+  /// Buffer pointers of a call: where the call works (staging false) or the host copies
+  /// of the data (staging true; the same buffers on host memory).
+  Ptrs ptrs(LocalRank& lr, bool inPlace, const Counts& c, size_t elt, bool staging) const;
   void initData(bool inPlace, const Counts& c, const Pattern& p, ncclDataType_t type);
   void issue(bool inPlace, const Counts& c, ncclDataType_t type, int root, int agg);
   double checkData(LocalRank& lr, bool inPlace, const Counts& c, const Pattern& p,
@@ -148,21 +196,78 @@ void Worker::groupEnd(bool on) const {
   if (on) ncclOk(ncclGroupEnd(), nullptr, "ncclGroupEnd", ranks_[0].rank);
 }
 
+void Worker::useDevice(const LocalRank& lr) const {
+  if (!onDevice()) return;
+  std::string error;
+  cudaOk(deviceSet(lr.device, &error), error, lr.rank);
+}
+
+void Worker::syncAll() const {
+  if (!onDevice()) return;
+  for (const LocalRank& lr : ranks_) {
+    std::string error;
+    cudaOk(streamSync(lr.stream.get(), &error), error, lr.rank);
+  }
+}
+
+void Worker::toDevice(LocalRank& lr, unsigned char* dst, const unsigned char* src,
+                      size_t bytes) const {
+  if (!onDevice()) return;
+  std::string error;
+  cudaOk(copyToDevice(dst, src, bytes, lr.stream.get(), &error), error, lr.rank);
+}
+
+void Worker::toHost(LocalRank& lr, unsigned char* dst, const unsigned char* src,
+                    size_t bytes) const {
+  if (!onDevice()) return;
+  std::string error;
+  cudaOk(copyToHost(dst, src, bytes, lr.stream.get(), &error), error, lr.rank);
+}
+
+void Worker::allocateBuffers(size_t sendBytes, size_t recvBytes) {
+  for (LocalRank& lr : ranks_) {
+    lr.send = allocate(sendBytes);
+    lr.recv = allocate(recvBytes);
+    if (!onDevice()) continue;
+    useDevice(lr);
+    lr.dsend.reset();
+    lr.drecv.reset();
+    std::string error;
+    lr.dsend.reset(static_cast<unsigned char*>(deviceAlloc(sendBytes, &error)));
+    cudaOk(lr.dsend != nullptr, error, lr.rank);
+    lr.drecv.reset(static_cast<unsigned char*>(deviceAlloc(recvBytes, &error)));
+    cudaOk(lr.drecv != nullptr, error, lr.rank);
+  }
+}
+
 void Worker::initComms() {
   const int k = s_.opt.nGpus;
   ranks_.resize(static_cast<size_t>(k));
   for (int g = 0; g < k; ++g) {
-    ranks_[g].rank = s_.proc.rank * s_.localRanks + thread_ * k + g;
-    ranks_[g].scratch = allocate(4096);
+    LocalRank& lr = ranks_[g];
+    lr.rank = s_.proc.rank * s_.localRanks + thread_ * k + g;
+    lr.scratch = allocate(4096);
+    if (!onDevice()) continue;
+    // nccl-tests' placement: the rank's index on this host, modulo the devices.
+    const int local = s_.proc.localRank * s_.localRanks + thread_ * k + g;
+    lr.device = local % s_.deviceCount;
+    useDevice(lr);
+    std::string error;
+    lr.stream.reset(streamCreate(&error));
+    cudaOk(lr.stream != nullptr, error, lr.rank);
+    lr.dscratch.reset(static_cast<unsigned char*>(deviceAlloc(4096, &error)));
+    cudaOk(lr.dscratch != nullptr, error, lr.rank);
   }
-  if (s_.proc.size == 1 && s_.opt.nThreads == 1 && k > 1) {
+  if (!onDevice() && s_.proc.size == 1 && s_.opt.nThreads == 1 && k > 1) {
     // One thread owns every rank: the ncclCommInitAll form.
     std::vector<ncclComm_t> comms(static_cast<size_t>(k));
     ncclOk(ncclCommInitAll(comms.data(), k, nullptr), nullptr, "ncclCommInitAll", 0);
     for (int g = 0; g < k; ++g) ranks_[g].comm = comms[g];
   } else {
+    // Each communicator binds to the device current at its ncclCommInitRank (-D 1).
     groupStart(grouped());
     for (LocalRank& lr : ranks_) {
+      useDevice(lr);
       ncclOk(ncclCommInitRank(&lr.comm, s_.nranks, s_.id, lr.rank), nullptr, "ncclCommInitRank",
              lr.rank);
     }
@@ -183,8 +288,9 @@ void Worker::initComms() {
 void Worker::printDevices() {
   // Every rank contributes its record; global rank 0 prints them all.
   std::vector<HostBuffer> gathered;
+  std::vector<DeviceBuffer> dgathered;  // -D 1: where the records land on the device
   const std::string host = hostName();
-  groupStart(grouped());
+  const size_t allBytes = sizeof(RankRecord) * static_cast<size_t>(s_.nranks);
   for (LocalRank& lr : ranks_) {
     RankRecord rec{};
     rec.rank = lr.rank;
@@ -194,12 +300,25 @@ void Worker::printDevices() {
     ncclOk(ncclCommCuDevice(lr.comm, &rec.device), lr.comm, "ncclCommCuDevice", lr.rank);
     std::snprintf(rec.host, sizeof(rec.host), "%s", host.c_str());
     std::memcpy(lr.scratch.get(), &rec, sizeof(rec));
-    gathered.push_back(allocate(sizeof(RankRecord) * static_cast<size_t>(s_.nranks)));
-    ncclOk(ncclAllGather(lr.scratch.get(), gathered.back().get(), sizeof(RankRecord), ncclUint8,
-                         lr.comm, nullptr),
-           lr.comm, "ncclAllGather", lr.rank);
+    gathered.push_back(allocate(allBytes));
+    if (!onDevice()) continue;
+    useDevice(lr);
+    toDevice(lr, lr.dscratch.get(), lr.scratch.get(), sizeof(rec));
+    std::string error;
+    dgathered.emplace_back(static_cast<unsigned char*>(deviceAlloc(allBytes, &error)));
+    cudaOk(dgathered.back() != nullptr, error, lr.rank);
+  }
+  groupStart(grouped());
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    LocalRank& lr = ranks_[i];
+    unsigned char* out = onDevice() ? dgathered[i].get() : gathered[i].get();
+    ncclOk(
+        ncclAllGather(scratchOf(lr), out, sizeof(RankRecord), ncclUint8, lr.comm, lr.stream.get()),
+        lr.comm, "ncclAllGather", lr.rank);
   }
   groupEnd(grouped());
+  syncAll();
+  if (onDevice()) toHost(ranks_[0], gathered[0].get(), dgathered[0].get(), allBytes);
   if (!printer()) return;
   std::vector<RankRecord> records(static_cast<size_t>(s_.nranks));
   std::memcpy(records.data(), gathered[0].get(), records.size() * sizeof(RankRecord));
@@ -209,19 +328,25 @@ void Worker::printDevices() {
 }
 
 void Worker::barrier() {
-  groupStart(grouped());
   for (LocalRank& lr : ranks_) {
     double* flag = reinterpret_cast<double*>(lr.scratch.get() + kBarrierOffset);
     *flag = 0;
-    ncclOk(ncclAllReduce(flag, flag, 1, ncclFloat64, ncclSum, lr.comm, nullptr), lr.comm,
+    toDevice(lr, scratchOf(lr) + kBarrierOffset, lr.scratch.get() + kBarrierOffset, sizeof(double));
+  }
+  groupStart(grouped());
+  for (LocalRank& lr : ranks_) {
+    double* flag = reinterpret_cast<double*>(scratchOf(lr) + kBarrierOffset);
+    ncclOk(ncclAllReduce(flag, flag, 1, ncclFloat64, ncclSum, lr.comm, lr.stream.get()), lr.comm,
            "ncclAllReduce (barrier)", lr.rank);
   }
   groupEnd(grouped());
+  syncAll();
 }
 
-Ptrs Worker::ptrs(LocalRank& lr, bool inPlace, const Counts& c, size_t elt) const {
-  unsigned char* send = lr.send.get();
-  unsigned char* recv = lr.recv.get();
+Ptrs Worker::ptrs(LocalRank& lr, bool inPlace, const Counts& c, size_t elt, bool staging) const {
+  const bool device = onDevice() && !staging;
+  unsigned char* send = device ? lr.dsend.get() : lr.send.get();
+  unsigned char* recv = device ? lr.drecv.get() : lr.recv.get();
   if (!inPlace) return {send, recv, recv, send};
   const size_t off = s_.spec.inPlaceOffset(c, lr.rank) * elt;
   if (s_.spec.inPlace == InPlace::kSendInRecv) return {recv + off, recv, recv, recv + off};
@@ -231,12 +356,17 @@ Ptrs Worker::ptrs(LocalRank& lr, bool inPlace, const Counts& c, size_t elt) cons
 void Worker::initData(bool inPlace, const Counts& c, const Pattern& p, ncclDataType_t type) {
   const size_t elt = typeSize(type);
   for (LocalRank& lr : ranks_) {
-    const Ptrs q = ptrs(lr, inPlace, c, elt);
+    const Ptrs q = ptrs(lr, inPlace, c, elt, true);
     // Outputs start as 0xff.. (NaN for floats, never produced for integers).
-    if (!inPlace || s_.spec.inPlace == InPlace::kSendInRecv) {
-      std::memset(lr.recv.get(), 0xff, c.recvElems * elt);
-    }
+    const bool recvUsed = !inPlace || s_.spec.inPlace == InPlace::kSendInRecv;
+    if (recvUsed) std::memset(lr.recv.get(), 0xff, c.recvElems * elt);
     for (size_t j = 0; j < c.sendElems; ++j) storeValue(q.in, j, type, p.input(lr.rank, j));
+    if (!onDevice()) continue;
+    useDevice(lr);
+    if (!inPlace || s_.spec.inPlace == InPlace::kRecvInSend) {
+      toDevice(lr, lr.dsend.get(), lr.send.get(), c.sendElems * elt);
+    }
+    if (recvUsed) toDevice(lr, lr.drecv.get(), lr.recv.get(), c.recvElems * elt);
   }
 }
 
@@ -245,9 +375,9 @@ void Worker::issue(bool inPlace, const Counts& c, ncclDataType_t type, int root,
   groupStart(group);
   for (int a = 0; a < agg; ++a) {
     for (LocalRank& lr : ranks_) {
-      const Ptrs q = ptrs(lr, inPlace, c, typeSize(type));
-      const CallArgs args{q.send, q.recv,  c.paramCount, type,   lr.op,
-                          root,   lr.rank, s_.nranks,    lr.comm};
+      const Ptrs q = ptrs(lr, inPlace, c, typeSize(type), false);
+      const CallArgs args{q.send, q.recv,  c.paramCount, type,    lr.op,
+                          root,   lr.rank, s_.nranks,    lr.comm, lr.stream.get()};
       ncclOk(s_.spec.run(args), lr.comm, s_.spec.name, lr.rank);
     }
   }
@@ -256,7 +386,16 @@ void Worker::issue(bool inPlace, const Counts& c, ncclDataType_t type, int root,
 
 double Worker::checkData(LocalRank& lr, bool inPlace, const Counts& c, const Pattern& p,
                          ncclDataType_t type, int root) {
-  const Ptrs q = ptrs(lr, inPlace, c, typeSize(type));
+  const size_t elt = typeSize(type);
+  if (onDevice()) {  // bring the output buffer back into its host copy
+    useDevice(lr);
+    if (!inPlace || s_.spec.inPlace == InPlace::kSendInRecv) {
+      toHost(lr, lr.recv.get(), lr.drecv.get(), c.recvElems * elt);
+    } else {
+      toHost(lr, lr.send.get(), lr.dsend.get(), c.sendElems * elt);
+    }
+  }
+  const Ptrs q = ptrs(lr, inPlace, c, elt, true);
   const int corruptRank = s_.spec.rooted ? root : 0;
   bool corrupt = s_.corrupt && lr.rank == corruptRank;
   double wrong = 0;
@@ -281,10 +420,12 @@ Local Worker::measure(bool inPlace, const Counts& c, const Pattern& p, ncclDataT
   barrier();
   const auto t0 = std::chrono::steady_clock::now();
   for (int it = 0; it < s_.opt.iters; ++it) issue(inPlace, c, type, root, s_.opt.aggIters);
+  syncAll();
   out.timeUs = secondsSince(t0) * 1e6 / (static_cast<double>(s_.opt.iters) * s_.opt.aggIters);
   for (int ci = 0; ci < s_.opt.check; ++ci) {
     initData(inPlace, c, p, type);
     issue(inPlace, c, type, root, 1);
+    syncAll();
     for (size_t i = 0; i < ranks_.size(); ++i) {
       out.wrong[i] += checkData(ranks_[i], inPlace, c, p, type, root);
     }
@@ -295,7 +436,6 @@ Local Worker::measure(bool inPlace, const Counts& c, const Pattern& p, ncclDataT
 PlaceResult Worker::aggregate(const Local& l, bool valid, const Counts& c, size_t elt) {
   // Sums, minima and maxima over every rank of every process, through the library.
   enum { kRank0Time, kSumTime, kWrong, kMin, kMax, kValues };
-  groupStart(true);
   for (size_t i = 0; i < ranks_.size(); ++i) {
     LocalRank& lr = ranks_[i];
     double* v = reinterpret_cast<double*>(lr.scratch.get());
@@ -303,14 +443,22 @@ PlaceResult Worker::aggregate(const Local& l, bool valid, const Counts& c, size_
     v[kSumTime] = l.timeUs;
     v[kWrong] = l.wrong[i];
     v[kMin] = v[kMax] = l.timeUs;
-    ncclOk(ncclAllReduce(v, v, 3, ncclFloat64, ncclSum, lr.comm, nullptr), lr.comm,
+    toDevice(lr, scratchOf(lr), lr.scratch.get(), kValues * sizeof(double));
+  }
+  groupStart(true);
+  for (LocalRank& lr : ranks_) {
+    double* v = reinterpret_cast<double*>(scratchOf(lr));
+    cudaStream_t st = lr.stream.get();
+    ncclOk(ncclAllReduce(v, v, 3, ncclFloat64, ncclSum, lr.comm, st), lr.comm,
            "ncclAllReduce (result sums)", lr.rank);
-    ncclOk(ncclAllReduce(v + kMin, v + kMin, 1, ncclFloat64, ncclMin, lr.comm, nullptr), lr.comm,
+    ncclOk(ncclAllReduce(v + kMin, v + kMin, 1, ncclFloat64, ncclMin, lr.comm, st), lr.comm,
            "ncclAllReduce (result min)", lr.rank);
-    ncclOk(ncclAllReduce(v + kMax, v + kMax, 1, ncclFloat64, ncclMax, lr.comm, nullptr), lr.comm,
+    ncclOk(ncclAllReduce(v + kMax, v + kMax, 1, ncclFloat64, ncclMax, lr.comm, st), lr.comm,
            "ncclAllReduce (result max)", lr.rank);
   }
   groupEnd(true);
+  syncAll();
+  toHost(ranks_[0], ranks_[0].scratch.get(), scratchOf(ranks_[0]), kValues * sizeof(double));
   const double* v = reinterpret_cast<const double*>(ranks_[0].scratch.get());
   PlaceResult r;
   r.valid = valid;
@@ -355,6 +503,7 @@ void Worker::sweep(ncclDataType_t type, PerfOp op, int root) {
   }
   const Counts maxCounts = s_.spec.counts(o.maxBytes, elt, s_.nranks);
   for (int w = 0; w < o.warmup; ++w) issue(false, maxCounts, type, root, 1);
+  syncAll();
   for (size_t bytes = o.minBytes; bytes <= o.maxBytes;) {
     const Counts c = s_.spec.counts(bytes, elt, s_.nranks);
     const bool hasInPlace = s_.spec.inPlace != InPlace::kNone;
@@ -401,10 +550,7 @@ void Worker::run() {
   for (int cycle = 0; o.cycles == 0 || cycle < o.cycles; ++cycle) {
     for (ncclDataType_t type : o.types) {
       const Counts maxCounts = s_.spec.counts(o.maxBytes, typeSize(type), s_.nranks);
-      for (LocalRank& lr : ranks_) {
-        lr.send = allocate(maxCounts.sendElems * typeSize(type));
-        lr.recv = allocate(maxCounts.recvElems * typeSize(type));
-      }
+      allocateBuffers(maxCounts.sendElems * typeSize(type), maxCounts.recvElems * typeSize(type));
       for (PerfOp op : ops) {
         for (int root : roots) sweep(type, op, root);
       }
@@ -441,6 +587,16 @@ int perfMain(int argc, char** argv, const CollSpec& spec) {
                  opt.root, nranks);
     return 2;
   }
+  int devices = 0;
+  if (opt.device != 0) {
+    std::string why;
+    devices = deviceCount(&why);
+    if (devices <= 0) {
+      std::fprintf(stderr, "%s: device buffers (-D 1) need a usable CUDA device: %s\n",
+                   program.c_str(), why.c_str());
+      return 2;
+    }
+  }
   ncclUniqueId id;
   if (!shareUniqueId(proc, &id, &error)) {
     std::fprintf(stderr, "%s: %s\n", program.c_str(), error.c_str());
@@ -448,7 +604,8 @@ int perfMain(int argc, char** argv, const CollSpec& spec) {
     return 2;
   }
   Report report(program, spec.name, opt, nranks, proc.size);
-  Shared shared{spec, opt, proc, id, nranks, opt.nThreads * opt.nGpus, corruptRequested(), report};
+  Shared shared{spec,  opt, proc, id, nranks, opt.nThreads * opt.nGpus, devices, corruptRequested(),
+                report};
   std::vector<std::thread> threads;
   for (int t = 1; t < opt.nThreads; ++t) {
     threads.emplace_back([&shared, t] { Worker(shared, t).run(); });

@@ -36,6 +36,7 @@ struct CallArgs {
   int rank;
   int nranks;
   ncclComm_t comm;
+  cudaStream_t stream;  ///< null for host buffers; the rank's stream for device buffers (-D)
 };
 
 /// One collective of the suite: a small table entry over the shared driver.

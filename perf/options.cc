@@ -16,6 +16,8 @@ void usage(const char* program) {
       "usage: %s [options]\n"
       "  -t,--nthreads <n>        ranks as threads of this process (default 1)\n"
       "  -g,--ngpus <n>           ranks per thread, driven in one group (default 1)\n"
+      "  -D,--device <0/1>        1: device buffers (cudaMalloc on device local rank %%\n"
+      "                           device count, a CUDA stream per rank); 0: host (default)\n"
       "  -b,--minbytes <size>     smallest size, K/M/G suffixes (default 32M)\n"
       "  -e,--maxbytes <size>     largest size (default 32M)\n"
       "  -i,--stepbytes <size>    additive step (default 1M)\n"
@@ -95,13 +97,14 @@ bool parseOptions(int argc, char** argv, const char* program, Options* opt, int*
                                  {"local_register", required_argument, nullptr, 'R'},
                                  {"timeout", required_argument, nullptr, 'T'},
                                  {"memory", required_argument, nullptr, 'M'},
+                                 {"device", required_argument, nullptr, 'D'},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   *exitCode = 2;
   optind = 1;
   bool factorGiven = false;
   int c;
-  while ((c = getopt_long(argc, argv, "t:g:b:e:i:f:n:w:m:c:o:d:r:a:z:N:J:G:p:C:R:T:M:h", kLong,
+  while ((c = getopt_long(argc, argv, "t:g:b:e:i:f:n:w:m:c:o:d:r:a:z:N:J:G:p:C:R:T:M:D:h", kLong,
                           nullptr)) != -1) {
     bool ok = true;
     const std::string arg = optarg ? optarg : "";
@@ -166,6 +169,9 @@ bool parseOptions(int argc, char** argv, const char* program, Options* opt, int*
         break;
       case 'G':
         ok = parseInt(optarg, 0, 1 << 30, &opt->graph);
+        break;
+      case 'D':
+        ok = parseInt(optarg, 0, 1, &opt->device);
         break;
       case 'p':
       case 'C':

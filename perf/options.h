@@ -30,6 +30,9 @@ struct Options {
   int root = 0;                                  ///< -r (-1: every root)
   std::string jsonPath;                          ///< -J
   int graph = 0;                                 ///< -G: accepted (no CUDA graphs on host)
+  /// -D/--device: 1 = device buffers (cudaMalloc on device local rank % device count, one
+  /// CUDA stream per rank, completion by cudaStreamSynchronize); 0 = host memory.
+  int device = 0;
 };
 
 /// Parse argv; on error (or -h) prints usage to stderr and returns false with *exitCode.

@@ -12,7 +12,7 @@ bool expected(const Pattern& p, const Counts& c, int rank, int nranks, int root,
 }
 
 ncclResult_t run(const CallArgs& a) {
-  return ncclReduceScatter(a.send, a.recv, a.count, a.type, a.op, a.comm, nullptr);
+  return ncclReduceScatter(a.send, a.recv, a.count, a.type, a.op, a.comm, a.stream);
 }
 
 CollSpec spec() {

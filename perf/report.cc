@@ -88,6 +88,11 @@ void Report::printHeader(const std::vector<RankRecord>& ranks, int version) cons
     std::printf("%zu(bytes)", opt_.stepBytes);
   std::printf(" warmup iters: %d iters: %d agg iters: %d validation: %d graph: %d\n", opt_.warmup,
               opt_.iters, opt_.aggIters, opt_.check, opt_.graph);
+  if (opt_.device != 0) {
+    std::printf(
+        "# Buffers: device memory (cudaMalloc), one CUDA stream per rank, time to "
+        "cudaStreamSynchronize\n");
+  }
   std::printf("#\n# Using devices\n");
   for (const RankRecord& r : ranks) {
     std::printf("#  Rank %2d Group %2d Pid %6d on %10.*s device %2d [%s]\n", r.rank, r.group, r.pid,
@@ -157,6 +162,7 @@ bool Report::writeJson(const std::string& path) const {
                "  \"agg_iters\": %d,\n  \"check\": %d,\n  \"average\": %d,\n",
                opt_.nThreads, opt_.nGpus, opt_.iters, opt_.warmup, opt_.aggIters, opt_.check,
                opt_.average);
+  if (opt_.device != 0) std::fprintf(f, "  \"memory\": \"device\",\n");
   std::fprintf(f, "  \"results\": [");
   for (size_t i = 0; i < rows_.size(); ++i) {
     const Row& r = rows_[i];

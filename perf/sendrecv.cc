@@ -16,8 +16,8 @@ ncclResult_t run(const CallArgs& a) {
   const int prev = (a.rank + a.nranks - 1) % a.nranks;
   ncclResult_t r = ncclGroupStart();
   if (r != ncclSuccess) return r;
-  r = ncclSend(a.send, a.count, a.type, next, a.comm, nullptr);
-  if (r == ncclSuccess) r = ncclRecv(a.recv, a.count, a.type, prev, a.comm, nullptr);
+  r = ncclSend(a.send, a.count, a.type, next, a.comm, a.stream);
+  if (r == ncclSuccess) r = ncclRecv(a.recv, a.count, a.type, prev, a.comm, a.stream);
   const ncclResult_t end = ncclGroupEnd();
   return r != ncclSuccess ? r : end;
 }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "nccl.h"
+#include "src/device/dev_conn.h"
 #include "src/exec/fifo.h"
 
 namespace braid {
@@ -27,6 +28,7 @@ struct PeerInfo {
   uint64_t machineHash = 0;  ///< hostname + boot id (the physical machine, for CPU sharing)
   uint64_t processHash = 0;  ///< unique per process (host, pid, random)
   int cudaDev = -1;
+  char busId[16] = {};       ///< PCI bus id of cudaDev ("" without a GPU)
   char hostname[64] = {};
   char netAddr[64] = {};     ///< "ip" this rank's data sockets listen on (NCCL_SOCKET_IFNAME)
 };
@@ -55,6 +57,9 @@ struct ConnectContext {
   uint64_t commHash = 0;       ///< identifies the communicator (for names, logs)
   int timeoutMs = 60000;       ///< for blocking waits during setup
   const std::atomic<bool>* abortFlag = nullptr;  ///< setup gives up when set
+  /// A connection for the CUDA executor: the FIFO must be reachable by this rank's GPU
+  /// (cudaDev), and the transport fills SendSide::dev / RecvSide::dev.
+  bool device = false;
 };
 
 /// Resources owned by one end of a connection (shm mapping, socket, proxy entry...).
@@ -73,14 +78,16 @@ struct SendSide {
   /// Non-null where the receiver may pull direct entries from our process
   /// (process_vm_readv): allowed while *remoteDirect == 1 (the receiver tested it).
   const std::atomic<uint32_t>* remoteDirect = nullptr;
+  DevConn dev;  ///< device connections (ConnectContext::device): the kernel's view
   std::unique_ptr<ConnResource> res;
 };
 struct RecvSide {
   FifoReceiver fifo;
+  DevConn dev;  ///< device connections: the kernel's view
   std::unique_ptr<ConnResource> res;
 };
 
-enum class TransportId : uint32_t { kLocal = 1, kShm = 2, kNetSocket = 3 };
+enum class TransportId : uint32_t { kLocal = 1, kShm = 2, kNetSocket = 3, kP2p = 4 };
 
 class Transport {
  public:
@@ -102,5 +109,7 @@ class Transport {
 Transport& localTransport();
 Transport& shmTransport();
 Transport& netSocketTransport();
+/// CUDA IPC / same-process device memory (device connections only).
+Transport& p2pTransport();
 
 }  // namespace braid

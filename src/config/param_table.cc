@@ -35,6 +35,11 @@ const IntParam kMaxNChannels("NCCL_MAX_NCHANNELS", 2,
     "Maximum number of channels per collective. The tuner goes above NCCL_MIN_NCHANNELS "
     "only where an algorithm gains from it (the double binary tree: one per tree).");
 
+const IntParam kDeviceNChannels("BRAID_DEVICE_NCHANNELS", 16,
+    "Maximum channels (CUDA blocks, each with its own connections) per collective on "
+    "device buffers; large messages use one per 128 KiB up to this (1..32). Must be the "
+    "same on every rank.");
+
 const IntParam kSmallMsgBytes("BRAID_SMALL_MSG_BYTES", 32768,
     "Messages up to this many bytes (the larger of the send and receive buffers) use the "
     "direct one-shot algorithms; 0 disables them. Rank 0's value applies to the whole "

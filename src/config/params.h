@@ -70,6 +70,7 @@ extern const StringParam kTopoFile;      // NCCL_TOPO_FILE
 extern const StringParam kTopoDumpFile;  // NCCL_TOPO_DUMP_FILE
 extern const IntParam kMinNChannels;     // NCCL_MIN_NCHANNELS
 extern const IntParam kMaxNChannels;     // NCCL_MAX_NCHANNELS
+extern const IntParam kDeviceNChannels;  // BRAID_DEVICE_NCHANNELS
 extern const IntParam kSmallMsgBytes;    // BRAID_SMALL_MSG_BYTES
 // Transports
 extern const BoolParam kShmDisable;      // NCCL_SHM_DISABLE

@@ -5,6 +5,8 @@
 #include "src/core/comm.h"
 #include "src/core/error.h"
 #include "src/core/group.h"
+#include "src/core/host_stream.h"
+#include "src/device/cuda_rt.h"
 #include "src/reduce/reducer.h"
 
 using namespace braid;
@@ -64,8 +66,52 @@ ncclResult_t checkOp(Comm* c, const char* call, ncclRedOp_t op, ncclDataType_t t
   return ncclSuccess;
 }
 
-/// Validates an op against NCCL's rules; every message names the argument.
-ncclResult_t validate(const OpRecord& op) {
+/// The memory kind of the op's buffers (op->mem): one kind per call, device buffers on
+/// the communicator's GPU.
+ncclResult_t classifyMemory(OpRecord* op, bool needSend, bool needRecv) {
+  op->mem = MemKind::kHost;
+  if (!cudart::available()) return ncclSuccess;
+  Comm* c = op->comm;
+  int sendDev = -1, recvDev = -1;
+  const bool hasSend = needSend && op->sendbuff != nullptr;
+  const bool hasRecv = needRecv && op->recvbuff != nullptr;
+  const MemKind sk = hasSend ? cudart::pointerKind(op->sendbuff, &sendDev) : MemKind::kHost;
+  const MemKind rk = hasRecv ? cudart::pointerKind(op->recvbuff, &recvDev) : MemKind::kHost;
+  if (hasSend && hasRecv && sk != rk)
+    return setError(ncclInvalidArgument, c,
+                    "%s: sendbuff %p is %s memory but recvbuff %p is %s memory; one call "
+                    "takes buffers of one kind (%s)", op->call, op->sendbuff, memKindName(sk),
+                    op->recvbuff, memKindName(rk), c->who().c_str());
+  const bool device = (hasSend && sk == MemKind::kDevice) || (hasRecv && rk == MemKind::kDevice);
+  if (!device) {
+    if (int(op->op) >= int(ncclNumOps) && op->userOp.residence == ncclScalarDevice) {
+      int d = -1;
+      if (cudart::pointerKind(op->userOp.ptr, &d) == MemKind::kDevice)
+        return setError(ncclInvalidArgument, c,
+                        "%s: the PreMulSum scalar %p is device memory but the buffers are "
+                        "host memory (%s)", op->call, op->userOp.ptr, c->who().c_str());
+    }
+    return ncclSuccess;
+  }
+  const int dev = hasSend && sk == MemKind::kDevice ? sendDev : recvDev;
+  if (dev != c->cudaDev)
+    return setError(ncclInvalidArgument, c,
+                    "%s: %s %p is on GPU %d but the communicator uses GPU %d (%s)", op->call,
+                    hasSend && sk == MemKind::kDevice ? "sendbuff" : "recvbuff",
+                    hasSend && sk == MemKind::kDevice ? op->sendbuff : op->recvbuff, dev,
+                    c->cudaDev, c->who().c_str());
+  if (HostStream::lookup(op->stream) != nullptr)
+    return setError(ncclInvalidArgument, c,
+                    "%s: device buffers cannot be queued on a Braid host stream (%p); pass a "
+                    "CUDA stream (%s)", op->call, static_cast<void*>(op->stream),
+                    c->who().c_str());
+  op->mem = MemKind::kDevice;
+  return ncclSuccess;
+}
+
+/// Validates an op against NCCL's rules (every message names the argument), and sets
+/// its memory kind.
+ncclResult_t validate(OpRecord& op) {
   BRAID_CHECK(checkCommUsable(asHandle(op.comm), op.call));
   Comm* c = op.comm;
   if (dataTypeSize(op.type) == 0)
@@ -96,10 +142,16 @@ ncclResult_t validate(const OpRecord& op) {
                   : rule.recvNeed == kAll || (rule.recvNeed == kRoot && root);
   if (needSend) BRAID_CHECK(checkBuffer(c, op.call, "sendbuff", op.sendbuff, op.count * sendMult, op.type));
   if (needRecv) BRAID_CHECK(checkBuffer(c, op.call, "recvbuff", op.recvbuff, op.count * recvMult, op.type));
-  return ncclSuccess;
+  return classifyMemory(&op, needSend, needRecv);
 }
 
 ncclResult_t submit(OpRecord op) {
+  // A PreMulSum op as it is now (destroying the handle later cannot change queued work).
+  if (int(op.op) >= int(ncclNumOps) && ruleFor(op.coll).reduces &&
+      checkComm(asHandle(op.comm), op.call) == ncclSuccess) {
+    const size_t idx = size_t(op.op) - size_t(ncclNumOps);
+    if (idx < op.comm->userOps.size()) op.userOp = op.comm->userOps[idx];
+  }
   ncclResult_t r = validate(op);
   if (r != ncclSuccess) {
     if (inGroup()) groupNoteError(r);
@@ -107,8 +159,6 @@ ncclResult_t submit(OpRecord op) {
   }
   // Nothing to move (as NCCL): done once validated, without a trip through the executor.
   if (op.count == 0) return ncclSuccess;
-  if (int(op.op) >= int(ncclNumOps) && ruleFor(op.coll).reduces)
-    op.userOp = op.comm->userOps[size_t(op.op) - size_t(ncclNumOps)];
   BRAID_INFO(kLogColl, "%s: opCount %llu sendbuff %p recvbuff %p count %zu datatype %d op %d "
              "root %d comm %p [nranks=%d] stream %p", op.call,
              static_cast<unsigned long long>(op.comm->opCount), op.sendbuff, op.recvbuff,

@@ -2,31 +2,60 @@
 // user reduction ops, groups, and the Braid extensions (include/braid/braid.h).
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <unordered_map>
 
 #include "braid/braid.h"
 #include "src/core/comm.h"
 #include "src/core/error.h"
 #include "src/core/group.h"
 #include "src/core/host_stream.h"
+#include "src/core/registration.h"
+#include "src/device/cuda_rt.h"
 #include "src/reduce/reducer.h"
 
 using namespace braid;
 
 namespace {
 
-constexpr uint64_t kRegMagic = 0xB4A1D4E6ull;
-constexpr uint64_t kWinMagic = 0xB4A1D317ull;
-
-/// What ncclCommRegister / ncclCommWindowRegister hand out on the host path: a record
-/// of the range (host memory needs no registration for our transports).
-struct Registration {
-  uint64_t magic;
-  Comm* comm;
-  void* buff;
-  size_t size;
-  int flags;
+/// ncclMemAlloc's device allocations whose start had to be moved up to the window
+/// alignment: aligned pointer -> what cudaMalloc returned.
+struct ShiftedAllocs {
+  std::mutex mu;
+  std::unordered_map<void*, void*> base;
 };
+
+ShiftedAllocs& shiftedAllocs() {
+  static ShiftedAllocs* s = new ShiftedAllocs();
+  return *s;
+}
+
+constexpr size_t kMemAlign = NCCL_WIN_REQUIRED_ALIGNMENT;
+
+bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kMemAlign == 0; }
+
+/// Device memory on the current device, aligned for windows (cudaMalloc's alignment is
+/// only 256 bytes in general).
+ncclResult_t deviceMemAlloc(void** ptr, size_t size) {
+  size_t rounded = (size + kMemAlign - 1) / kMemAlign * kMemAlign;
+  if (rounded < size) return setError(ncclInvalidArgument, nullptr, "ncclMemAlloc: size %zu "
+                                      "overflows", size);
+  void* p = nullptr;
+  BRAID_CHECK(cudart::deviceAlloc(&p, rounded, "ncclMemAlloc"));
+  if (aligned(p)) {
+    *ptr = p;
+    return ncclSuccess;
+  }
+  BRAID_CHECK(cudart::deviceFree(p));
+  BRAID_CHECK(cudart::deviceAlloc(&p, rounded + kMemAlign, "ncclMemAlloc"));
+  uintptr_t a = (reinterpret_cast<uintptr_t>(p) + kMemAlign - 1) / kMemAlign * kMemAlign;
+  *ptr = reinterpret_cast<void*>(a);
+  ShiftedAllocs& s = shiftedAllocs();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.base[*ptr] = p;
+  return ncclSuccess;
+}
 
 }  // namespace
 
@@ -61,13 +90,31 @@ ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   if (ptr == nullptr) return setError(ncclInvalidArgument, nullptr, "ncclMemAlloc: ptr is NULL");
   *ptr = nullptr;
   if (size == 0) return ncclSuccess;
+  // With a usable GPU, device memory on the calling thread's current device (as NCCL).
+  if (cudart::available() && cudart::currentDevice() >= 0) return deviceMemAlloc(ptr, size);
   // Host path: page-aligned host memory (suitable for windows and registration).
-  if (posix_memalign(ptr, 4096, size) != 0)
+  if (posix_memalign(ptr, kMemAlign, size) != 0) {
+    *ptr = nullptr;
     return setError(ncclSystemError, nullptr, "ncclMemAlloc: cannot allocate %zu bytes", size);
+  }
   return ncclSuccess;
 }
 
 ncclResult_t ncclMemFree(void* ptr) {
+  if (ptr == nullptr) return ncclSuccess;
+  if (cudart::pointerKind(ptr, nullptr) == MemKind::kDevice) {
+    void* base = ptr;
+    {
+      ShiftedAllocs& s = shiftedAllocs();
+      std::lock_guard<std::mutex> lock(s.mu);
+      auto it = s.base.find(ptr);
+      if (it != s.base.end()) {
+        base = it->second;
+        s.base.erase(it);
+      }
+    }
+    return cudart::deviceFree(base);
+  }
   free(ptr);
   return ncclSuccess;
 }
@@ -76,22 +123,18 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, vo
   BRAID_CHECK(checkComm(comm, "ncclCommRegister"));
   Comm* c = asComm(comm);
   if (handle == nullptr) return setError(ncclInvalidArgument, c, "ncclCommRegister: handle is NULL");
+  *handle = nullptr;
   if (buff == nullptr && size > 0)
     return setError(ncclInvalidArgument, c, "ncclCommRegister: buff is NULL");
-  *handle = new Registration{kRegMagic, c, buff, size, 0};
+  Registration* r = nullptr;
+  BRAID_CHECK(addRegistration(c, buff, size, /*window=*/false, 0, &r));
+  *handle = r;
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   BRAID_CHECK(checkComm(comm, "ncclCommDeregister"));
-  auto* r = static_cast<Registration*>(handle);
-  if (r == nullptr || r->magic != kRegMagic || r->comm != asComm(comm))
-    return setError(ncclInvalidArgument, asComm(comm),
-                    "ncclCommDeregister: handle %p was not returned by ncclCommRegister on this "
-                    "communicator", handle);
-  r->magic = 0;
-  delete r;
-  return ncclSuccess;
+  return removeRegistration(asComm(comm), handle, /*window=*/false, "ncclCommDeregister");
 }
 
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
@@ -99,28 +142,24 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
   BRAID_CHECK(checkCommUsable(comm, "ncclCommWindowRegister"));
   Comm* c = asComm(comm);
   if (win == nullptr) return setError(ncclInvalidArgument, c, "ncclCommWindowRegister: win is NULL");
+  *win = nullptr;
   if (buff == nullptr && size > 0)
     return setError(ncclInvalidArgument, c, "ncclCommWindowRegister: buff is NULL");
   if (winFlags & ~(NCCL_WIN_DEFAULT | NCCL_WIN_COLL_SYMMETRIC))
     return setError(ncclInvalidArgument, c, "ncclCommWindowRegister: unknown winFlags 0x%x", winFlags);
-  if ((winFlags & NCCL_WIN_COLL_SYMMETRIC) &&
-      reinterpret_cast<uintptr_t>(buff) % NCCL_WIN_REQUIRED_ALIGNMENT != 0)
+  if ((winFlags & NCCL_WIN_COLL_SYMMETRIC) && !aligned(buff))
     return setError(ncclInvalidArgument, c, "ncclCommWindowRegister: a symmetric window must be "
                     "%d-byte aligned (buff %p)", NCCL_WIN_REQUIRED_ALIGNMENT, buff);
-  *win = reinterpret_cast<ncclWindow_t>(new Registration{kWinMagic, c, buff, size, winFlags});
+  Registration* r = nullptr;
+  BRAID_CHECK(addRegistration(c, buff, size, /*window=*/true, winFlags, &r));
+  *win = reinterpret_cast<ncclWindow_t>(r);
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   BRAID_CHECK(checkComm(comm, "ncclCommWindowDeregister"));
-  auto* r = reinterpret_cast<Registration*>(win);
-  if (r == nullptr || r->magic != kWinMagic || r->comm != asComm(comm))
-    return setError(ncclInvalidArgument, asComm(comm),
-                    "ncclCommWindowDeregister: win %p was not registered on this communicator",
-                    static_cast<void*>(win));
-  r->magic = 0;
-  delete r;
-  return ncclSuccess;
+  return removeRegistration(asComm(comm), reinterpret_cast<const void*>(win), /*window=*/true,
+                            "ncclCommWindowDeregister");
 }
 
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,

@@ -5,6 +5,9 @@
 #include <deque>
 
 #include "src/core/error.h"
+#include "src/core/registration.h"
+#include "src/device/cuda_rt.h"
+#include "src/device/device_comm.h"
 
 namespace braid {
 
@@ -17,11 +20,21 @@ Comm::~Comm() {
 
 void Comm::releaseResources() {
   if (initThread.joinable()) initThread.join();
+  // Device work first: finished (destroy) or stopped (abort) before its connections,
+  // images and control words go.
+  if (device) {
+    (void)cudart::setDevice(cudaDev);
+    device->shutdown(abortFlag.load() || asyncError.load() != ncclSuccess);
+  }
+  devSends.clear();
+  devRecvs.clear();
+  device.reset();
   // Connections go first (they may reference proxy state), then the bootstrap.
   sends.clear();
   recvs.clear();
   bootstrap.reset();
   planCache.clear();
+  forgetRegistrations(this);
   peers.clear();
   peers.shrink_to_fit();
   userOps.clear();
@@ -119,6 +132,33 @@ ncclResult_t Comm::chooseTransport(int peer, Transport** out) {
   return ncclSuccess;
 }
 
+ncclResult_t Comm::chooseDeviceTransport(int peer, Transport** out) {
+  const PeerInfo& me = peers[rank];
+  const PeerInfo& other = peers[peer];
+  Transport* p2p = &p2pTransport();
+  Transport* shm = &shmTransport();
+  Transport* net = &netSocketTransport();
+  const std::string& forced = settings.forcedTransport;
+  Transport* t = nullptr;
+  if (peer == rank || forced == "local") t = p2p;  // in-process: device memory as is
+  else if (forced == "shm") t = shm;
+  else if (forced == "socket") t = net;
+  if (t != nullptr) {
+    if (!t->canConnect(me, other))
+      return setError(ncclInvalidUsage, this,
+                      "%s: cannot connect rank %d (GPU %d, pid %d on %s) and rank %d (GPU %d, "
+                      "pid %d on %s) for device buffers with %s (BRAID_TRANSPORT='%s')",
+                      who().c_str(), rank, me.cudaDev, me.pid, me.hostname, peer,
+                      other.cudaDev, other.pid, other.hostname, t->name(), forced.c_str());
+    *out = t;
+    return ncclSuccess;
+  }
+  if (!settings.p2pDisable && p2p->canConnect(me, other)) *out = p2p;
+  else if (!settings.shmDisable && shm->canConnect(me, other)) *out = shm;
+  else *out = net;
+  return ncclSuccess;
+}
+
 ncclResult_t Comm::checkPeer(int peer, std::string* why) {
   auto check = [&](auto& table) {
     for (auto& kv : table) {
@@ -129,7 +169,9 @@ ncclResult_t Comm::checkPeer(int peer, std::string* why) {
     return ncclSuccess;
   };
   ncclResult_t r = check(sends);
-  return r != ncclSuccess ? r : check(recvs);
+  if (r == ncclSuccess) r = check(recvs);
+  if (r == ncclSuccess) r = check(devSends);
+  return r != ncclSuccess ? r : check(devRecvs);
 }
 
 void Comm::closeConnections(uint32_t why) {
@@ -145,6 +187,7 @@ void Comm::closeConnections(uint32_t why) {
   }
   for (auto& kv : recvs)
     if (kv.second.fifo.valid()) kv.second.fifo.close(why);
+  if (device) device->closeConnections(why);
 }
 
 ncclResult_t Comm::fatal(ncclResult_t code) {

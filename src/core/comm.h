@@ -23,12 +23,15 @@
 
 namespace braid {
 
+class DeviceComm;
+
 /// Settings a communicator takes from ncclConfig_t and the environment at init.
 struct CommSettings {
   bool blocking = true;
   FifoGeometry geometry;
   int nChannels = 1;      ///< channels every plan may use (NCCL_MIN_NCHANNELS)
   int maxChannels = 2;    ///< channels a plan may use (NCCL_MAX_NCHANNELS)
+  int deviceChannels = 16;  ///< channels a device plan may use (BRAID_DEVICE_NCHANNELS)
   int timeoutMs = 300000;
   int bootstrapTimeoutMs = 120000;
   int peerCheckMs = 200;
@@ -110,8 +113,17 @@ struct Comm : public ConnTable {
   }
   std::unordered_map<uint64_t, SendSide> sends;
   std::unordered_map<uint64_t, RecvSide> recvs;
+  /// The CUDA executor's connections (device-reachable FIFOs), keyed alike.
+  std::unordered_map<uint64_t, SendSide> devSends;
+  std::unordered_map<uint64_t, RecvSide> devRecvs;
   /// The transport both ends of (rank, peer) use (same answer on both sides).
   ncclResult_t chooseTransport(int peer, Transport** out);
+  /// Likewise for device connections: p2p (CUDA IPC / same process), else shm with
+  /// pinned staging on one host, else the network with pinned staging.
+  ncclResult_t chooseDeviceTransport(int peer, Transport** out);
+  /// The CUDA executor's state (launch control words, plan images, watchdog); made on
+  /// the first op on device buffers.
+  std::unique_ptr<DeviceComm> device;
   /// Ask the connections' transports whether `peer` is still there.
   ncclResult_t checkPeer(int peer, std::string* why);
   /// Mark every connection closed (peers then fail fast instead of timing out).
@@ -125,16 +137,17 @@ struct Comm : public ConnTable {
     int32_t root;
     uint8_t coll;
     bool inPlace;
+    bool device;  ///< a plan for the CUDA executor (its own channel count)
     bool operator==(const PlanKey& o) const {
       return count == o.count && typeSize == o.typeSize && root == o.root && coll == o.coll &&
-             inPlace == o.inPlace;
+             inPlace == o.inPlace && device == o.device;
     }
   };
   struct PlanKeyHash {
     size_t operator()(const PlanKey& k) const {
       uint64_t h = k.count * 0x9E3779B97F4A7C15ull;
       h ^= (uint64_t(k.typeSize) << 40) ^ (uint64_t(uint32_t(k.root)) << 8) ^
-           (uint64_t(k.coll) << 1) ^ uint64_t(k.inPlace);
+           (uint64_t(k.coll) << 1) ^ uint64_t(k.inPlace) ^ (uint64_t(k.device) << 5);
       return size_t(h ^ (h >> 29));
     }
   };

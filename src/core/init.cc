@@ -16,6 +16,7 @@
 
 #include "src/config/params.h"
 #include "src/core/comm.h"
+#include "src/device/cuda_rt.h"
 #include "src/core/error.h"
 #include "src/core/group.h"
 #include "src/core/machine.h"
@@ -63,6 +64,7 @@ struct InitRecord {
   uint64_t smallMsgBytes;
   int32_t nChannels;
   int32_t maxChannels;
+  int32_t deviceChannels;
   uint64_t specHash;   ///< NCCL_ALGO and NCCL_PROTO (every rank must choose alike)
   int32_t modelError;  ///< this rank's BRAID_TUNER_MODEL could not be read
   CostModel model;
@@ -90,6 +92,7 @@ CommSettings readSettings(const ncclConfig_t& cfg) {
                                                           std::max<int64_t>(maxCh, 1))));
   s.nChannels = std::min(s.nChannels, 32);
   s.maxChannels = int(std::max<int64_t>(s.nChannels, std::min<int64_t>(maxCh, 32)));
+  s.deviceChannels = int(std::max<int64_t>(1, std::min<int64_t>(param::kDeviceNChannels.get(), 32)));
   s.timeoutMs = int(param::kTimeoutMs.get());
   s.bootstrapTimeoutMs = int(param::kBootstrapTimeoutMs.get());
   s.peerCheckMs = int(std::max<int64_t>(1, param::kPeerCheckMs.get()));
@@ -144,12 +147,16 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   static std::once_flag banner;
   std::call_once(banner, [] {
     logMessage(LogLevel::kVersion, kLogInit, __FILE__, __LINE__,
-               "Braid %s (NCCL API %d.%d.%d), host executor, transports local/shm/socket",
-               BRAID_VERSION_STRING, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+               "Braid %s (NCCL API %d.%d.%d), host executor%s, transports local/shm/socket%s",
+               BRAID_VERSION_STRING, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH,
+               cudart::available() ? " + CUDA executor" : "",
+               cudart::available() ? "/p2p" : "");
   });
   comm->rank = rank;
   comm->nranks = nranks;
   comm->cudaDev = cudaDev;
+  // Nonblocking init runs on its own thread: make the communicator's device current.
+  if (cudaDev >= 0 && cudart::available()) (void)cudart::setDevice(cudaDev);
   comm->settings = readSettings(cfg);
   if (const char* bad = transportEnvMismatch(comm->settings))
     return finish(setError(ncclInvalidArgument, comm,
@@ -168,12 +175,15 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   me.info.machineHash = machineHash();
   me.info.processHash = me.info.hostHash ^ processToken();
   me.info.cudaDev = cudaDev;
+  if (cudaDev >= 0 && cudart::available())
+    snprintf(me.info.busId, sizeof(me.info.busId), "%s", cudart::deviceBusId(cudaDev).c_str());
   gethostname(me.info.hostname, sizeof(me.info.hostname) - 1);
   snprintf(me.info.netAddr, sizeof(me.info.netAddr), "%s", comm->bootstrap->localIp());
   me.fifoCapacity = comm->settings.geometry.capacity();
   me.fifoSlots = comm->settings.geometry.nslots;
   me.nChannels = comm->settings.nChannels;
   me.maxChannels = comm->settings.maxChannels;
+  me.deviceChannels = comm->settings.deviceChannels;
   me.smallMsgBytes = comm->settings.smallMsgBytes;
   me.specHash = specHash(comm->settings);
   // A bad model file fails every rank (after the exchange, so none waits for it).
@@ -192,6 +202,11 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
                              o.fifoSlots, o.nChannels, o.maxChannels, rank,
                              static_cast<unsigned long long>(me.fifoCapacity), me.fifoSlots,
                              me.nChannels, me.maxChannels));
+    if (o.deviceChannels != me.deviceChannels)
+      return finish(setError(ncclInvalidUsage, comm,
+                             "ncclCommInitRank: rank %d uses BRAID_DEVICE_NCHANNELS=%d but "
+                             "rank %d uses %d; it must be the same on every rank",
+                             o.info.rank, o.deviceChannels, rank, me.deviceChannels));
     if (o.modelError)
       return finish(modelResult != ncclSuccess
                         ? modelResult
@@ -373,7 +388,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   BRAID_CHECK(readConfig(config, &cfg, call));
   UniqueIdInfo info;
   BRAID_CHECK(bootstrapDecodeId(commId, &info));
-  return launchInit(comm, cfg, [=](Comm* c) { return commInit(c, nranks, commId, rank, cfg, -1); });
+  const int dev = cudart::currentDevice();  // the caller's device, as NCCL binds it
+  return launchInit(comm, cfg, [=](Comm* c) { return commInit(c, nranks, commId, rank, cfg, dev); });
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
@@ -382,7 +398,8 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
   UniqueIdInfo info;
   BRAID_CHECK(bootstrapDecodeId(commId, &info));
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-  return launchInit(comm, cfg, [=](Comm* c) { return commInit(c, nranks, commId, rank, cfg, -1); });
+  const int dev = cudart::currentDevice();  // the caller's device, as NCCL binds it
+  return launchInit(comm, cfg, [=](Comm* c) { return commInit(c, nranks, commId, rank, cfg, dev); });
 }
 
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
@@ -398,7 +415,8 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
   ncclUniqueId id = commIds[0];
   UniqueIdInfo info;
   BRAID_CHECK(bootstrapDecodeId(id, &info));
-  return launchInit(newcomm, cfg, [=](Comm* c) { return commInit(c, nranks, id, myrank, cfg, -1); });
+  const int dev = cudart::currentDevice();
+  return launchInit(newcomm, cfg, [=](Comm* c) { return commInit(c, nranks, id, myrank, cfg, dev); });
 }
 
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {

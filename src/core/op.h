@@ -5,6 +5,7 @@
 
 #include "algorithms/plan.h"
 #include "nccl.h"
+#include "src/device/cuda_rt.h"
 
 namespace braid {
 
@@ -31,6 +32,9 @@ struct OpRecord {
   int root = 0;  ///< root, or the peer for send/recv
   bool isSend = false;  ///< kSendRecv only
   cudaStream_t stream = nullptr;
+  /// Where the op's buffers are (validated: one kind per op); kDevice ops run on the
+  /// CUDA executor, on `stream`.
+  MemKind mem = MemKind::kHost;
   /// For a PreMulSum op (op >= ncclNumOps): the op as it was when the call was made,
   /// so destroying or reusing the handle afterwards cannot change queued work.
   UserRedOp userOp;

@@ -191,10 +191,11 @@ std::vector<TuneChoice> rankChoices(const TuneInput& in, bool ignoreSpecs) {
   return out;
 }
 
-ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const Plan>* out) {
+ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const Plan>* out,
+                      bool device) {
   const bool cacheable = argsIn.coll != Coll::kSendRecv;
   const Comm::PlanKey key{argsIn.count, uint32_t(argsIn.typeSize), int32_t(argsIn.root),
-                          uint8_t(argsIn.coll), argsIn.inPlace};
+                          uint8_t(argsIn.coll), argsIn.inPlace, device};
   if (cacheable) {
     auto it = comm->planCache.find(key);
     if (it != comm->planCache.end()) {
@@ -208,6 +209,14 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const 
   TuneInput in{args, comm->settings.algoSpec, comm->settings.protoSpec, comm->model,
                comm->settings.geometry, comm->settings.smallMsgBytes,
                comm->settings.nChannels, comm->settings.maxChannels};
+  if (device) {
+    // A channel is a CUDA block: bandwidth on the GPU grows with them, so large device
+    // ops use up to BRAID_DEVICE_NCHANNELS (one per 128 KiB of the message).
+    const uint64_t perChannel = 128 << 10;
+    const uint64_t want = std::max<uint64_t>(1, messageBytes(args) / perChannel);
+    in.minChannels = in.maxChannels =
+        int(std::min<uint64_t>(want, uint64_t(std::max(1, comm->settings.deviceChannels))));
+  }
   std::vector<TuneChoice> choices = rankChoices(in);
   const size_t allowed = choices.size();
   const bool restricted = !in.algoSpec.empty() || !in.protoSpec.empty();

@@ -56,7 +56,10 @@ struct TuneChoice {
 std::vector<TuneChoice> rankChoices(const TuneInput& in, bool ignoreSpecs = false);
 
 /// Builds (or fetches from the comm's cache) the plan for `args` on `comm`.
-ncclResult_t makePlan(Comm* comm, const PlanArgs& args, std::shared_ptr<const Plan>* out);
+/// device: a plan for the CUDA executor (cached apart; channels from
+/// BRAID_DEVICE_NCHANNELS and the message size).
+ncclResult_t makePlan(Comm* comm, const PlanArgs& args, std::shared_ptr<const Plan>* out,
+                      bool device = false);
 
 /// Whether NCCL_ALGO (as given in `spec`) allows the algorithm called `name` (or, if
 /// not null, `ncclName`) for `coll` (syntax above).

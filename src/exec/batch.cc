@@ -13,13 +13,13 @@
 #include "src/core/comm.h"
 #include "src/core/error.h"
 #include "src/core/tuner.h"
+#include "src/device/cuda_executor.h"
+#include "src/exec/connect.h"
 #include "src/exec/engine.h"
 #include "src/reduce/reducer.h"
 
 namespace braid {
 namespace {
-
-constexpr uint32_t kTagConnBase = 0x10000;
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -81,7 +81,7 @@ struct Scratch {
   std::vector<Lane> lanes;
   std::deque<Task> tasks;  ///< stable addresses; the first nTasks are in use
   size_t nTasks = 0;
-  std::vector<std::pair<Comm*, uint64_t>> missingSend, missingRecv;  ///< connKey()s
+  Connector connector{false};
   std::vector<Comm*> comms;      ///< in first-op order
   std::vector<Comm*> lockOrder;  ///< the batch's comms in address order
   bool busy = false;
@@ -91,8 +91,7 @@ struct Scratch {
     lanes.clear();
     for (size_t i = 0; i < nTasks; ++i) tasks[i].plan.reset();
     nTasks = 0;
-    missingSend.clear();
-    missingRecv.clear();
+    connector.clear();
     comms.clear();
   }
   Task* newTask() {
@@ -137,24 +136,7 @@ Reducer makeReducer(Comm* comm, const OpRecord& op) {
 }
 
 ncclResult_t makeTask(Comm* comm, const OpRecord& op, Task* t) {
-  PlanArgs args;
-  args.coll = op.coll;
-  args.nranks = comm->nranks;
-  args.rank = comm->rank;
-  args.count = op.count;
-  args.typeSize = dataTypeSize(op.type);
-  args.root = op.root;
-  size_t sb = 0, rb = 0;
-  extents(op, comm->nranks, &sb, &rb);
-  args.inPlace = overlaps(op.sendbuff, sb, op.recvbuff, rb);
-  if (op.coll == Coll::kSendRecv) {
-    P2pOp p;
-    p.isSend = op.isSend;
-    p.peer = op.root;
-    p.buf = op.isSend ? Buf::kSend : Buf::kRecv;
-    p.count = op.count;
-    args.p2p.push_back(p);
-  }
+  const PlanArgs args = planArgsFor(comm, op);
   BRAID_CHECK(makePlan(comm, args, &t->plan));
   t->op = op;
   t->red = makeReducer(comm, op);
@@ -167,98 +149,6 @@ ncclResult_t makeTask(Comm* comm, const OpRecord& op, Task* t) {
   }
   t->run.start(t->plan.get(), PlanBuffers{op.sendbuff, op.recvbuff, scratch}, t->red, comm,
                direct);
-  return ncclSuccess;
-}
-
-/// Adds (once) the connections the plan uses that the comm does not have yet.
-void noteConnections(Scratch& sc, Comm* c, const Plan& plan) {
-  auto note = [c](std::vector<std::pair<Comm*, uint64_t>>& list, uint64_t key) {
-    std::pair<Comm*, uint64_t> item{c, key};
-    if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
-  };
-  for (const Program& p : plan.programs)
-    for (const Step& s : p.steps) {
-      if (s.sendPeer >= 0 && !c->sends.count(Comm::connKey(s.sendPeer, s.channel)))
-        note(sc.missingSend, Comm::connKey(s.sendPeer, s.channel));
-      if (s.recvPeer >= 0 && !c->recvs.count(Comm::connKey(s.recvPeer, s.channel)))
-        note(sc.missingRecv, Comm::connKey(s.recvPeer, s.channel));
-    }
-}
-
-ConnectContext contextFor(Comm* c, int peer, int channel) {
-  ConnectContext ctx;
-  ctx.self = &c->peers[c->rank];
-  ctx.peer = &c->peers[peer];
-  ctx.channel = channel;
-  ctx.geometry = c->settings.geometry;
-  ctx.secret = c->bootstrap->secret();
-  ctx.commHash = c->commHash;
-  ctx.timeoutMs = c->settings.bootstrapTimeoutMs;
-  ctx.abortFlag = &c->abortFlag;
-  return ctx;
-}
-
-int keyPeer(uint64_t key) { return int(uint32_t(key)); }
-int keyChannel(uint64_t key) { return int(key >> 32); }
-
-/// Makes every missing connection of every work, in three phases across all comms.
-ncclResult_t connectAll(Scratch& sc) {
-  struct Pending {
-    Comm* comm;
-    uint64_t key;
-    Transport* t;
-  };
-  std::vector<Pending> newRecvs;
-  std::map<std::pair<Comm*, uint64_t>, ConnDescriptor> selfDescs;
-  // Sorted: every rank sets its connections up in the same (comm, peer, channel) order.
-  std::sort(sc.missingRecv.begin(), sc.missingRecv.end());
-  std::sort(sc.missingSend.begin(), sc.missingSend.end());
-  // Phase 1: receive sides, descriptors out.
-  for (const auto& item : sc.missingRecv) {
-    {
-      Comm* c = item.first;
-      const uint64_t key = item.second;
-      int peer = keyPeer(key), ch = keyChannel(key);
-      Transport* t = nullptr;
-      BRAID_CHECK(c->chooseTransport(peer, &t));
-      RecvSide side;
-      ConnDescriptor desc;
-      BRAID_CHECK(t->setupRecv(contextFor(c, peer, ch), &side, &desc));
-      desc.transport = uint32_t(t->id());
-      c->recvs.emplace(key, std::move(side));
-      newRecvs.push_back({c, key, t});
-      if (peer == c->rank) selfDescs[{c, key}] = desc;
-      else BRAID_CHECK(c->bootstrap->send(peer, kTagConnBase + uint32_t(ch), &desc, sizeof(desc)));
-      BRAID_INFO(kLogInit, "%s: channel %d from rank %d via %s", c->who().c_str(), ch, peer,
-                 t->name());
-    }
-  }
-  // Phase 2: send sides, from the peers' descriptors.
-  for (const auto& item : sc.missingSend) {
-    {
-      Comm* c = item.first;
-      const uint64_t key = item.second;
-      int peer = keyPeer(key), ch = keyChannel(key);
-      ConnDescriptor desc;
-      if (peer == c->rank) desc = selfDescs[{c, key}];
-      else BRAID_CHECK(c->bootstrap->recv(peer, kTagConnBase + uint32_t(ch), &desc, sizeof(desc)));
-      Transport* t = nullptr;
-      BRAID_CHECK(c->chooseTransport(peer, &t));
-      if (desc.transport != uint32_t(t->id()))
-        return setError(ncclInvalidUsage, c,
-                        "%s: rank %d connects to us with transport #%u but we chose %s; "
-                        "NCCL_SHM_DISABLE / NCCL_P2P_DISABLE / BRAID_TRANSPORT must be the "
-                        "same on every rank",
-                        c->who().c_str(), peer, desc.transport, t->name());
-      SendSide side;
-      BRAID_CHECK(t->connectSend(contextFor(c, peer, ch), desc, &side));
-      c->sends.emplace(key, std::move(side));
-    }
-  }
-  // Phase 3: finish the receive sides (e.g. accept).
-  for (Pending& p : newRecvs)
-    BRAID_CHECK(p.t->finishRecv(contextFor(p.comm, keyPeer(p.key), keyChannel(p.key)),
-                                &p.comm->recvs[p.key]));
   return ncclSuccess;
 }
 
@@ -414,7 +304,7 @@ ncclResult_t buildWorks(const std::vector<OpRecord>& ops, Scratch& sc) {
       Task* t = sc.newTask();
       BRAID_CHECK(makeTask(c, op, t));
       t->opIndex = c->opCount++;
-      noteConnections(sc, c, *t->plan);
+      sc.connector.note(c, *t->plan);
       const bool p2p = op.coll == Coll::kSendRecv;
       if (!p2p || sc.stages.size() == w.firstStage || !sc.stages.back().p2p) {
         sc.stages.push_back(Stage{sc.lanes.size(), 0, p2p});
@@ -439,6 +329,28 @@ ncclResult_t buildWorks(const std::vector<OpRecord>& ops, Scratch& sc) {
 }
 
 }  // namespace
+
+PlanArgs planArgsFor(const Comm* comm, const OpRecord& op) {
+  PlanArgs args;
+  args.coll = op.coll;
+  args.nranks = comm->nranks;
+  args.rank = comm->rank;
+  args.count = op.count;
+  args.typeSize = dataTypeSize(op.type);
+  args.root = op.root;
+  size_t sb = 0, rb = 0;
+  extents(op, comm->nranks, &sb, &rb);
+  args.inPlace = overlaps(op.sendbuff, sb, op.recvbuff, rb);
+  if (op.coll == Coll::kSendRecv) {
+    P2pOp p;
+    p.isSend = op.isSend;
+    p.peer = op.root;
+    p.buf = op.isSend ? Buf::kSend : Buf::kRecv;
+    p.count = op.count;
+    args.p2p.push_back(p);
+  }
+  return args;
+}
 
 void issueBatch(Batch* batch) {
   std::lock_guard<std::mutex> lock(issueOrderMutex());
@@ -499,8 +411,24 @@ ncclResult_t executeBatch(const Batch& batch) {
                       "comm %p was aborted or destroyed while its work was queued",
                       static_cast<void*>(c));
 
-  ncclResult_t r = buildWorks(batch.ops, sc);
-  if (r == ncclSuccess) r = connectAll(sc);
+  // Ops on device buffers go to the CUDA executor (enqueued on their streams); the
+  // rest run here, to completion.
+  const std::vector<OpRecord>* hostOps = &batch.ops;
+  std::vector<OpRecord> hostOnly;
+  ncclResult_t r = ncclSuccess;
+  if (std::any_of(batch.ops.begin(), batch.ops.end(),
+                  [](const OpRecord& op) { return op.mem == MemKind::kDevice; })) {
+    std::vector<const OpRecord*> devOps;
+    for (const OpRecord& op : batch.ops) {
+      if (op.mem == MemKind::kDevice) devOps.push_back(&op);
+      else hostOnly.push_back(op);
+    }
+    r = executeDeviceOps(devOps);
+    if (r != ncclSuccess || hostOnly.empty()) return r;
+    hostOps = &hostOnly;
+  }
+  r = buildWorks(*hostOps, sc);
+  if (r == ncclSuccess) r = sc.connector.connect();
   if (r != ncclSuccess) {
     for (Comm* c : comms) c->fatal(r);
     return r;

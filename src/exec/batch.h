@@ -27,6 +27,9 @@ struct Batch {
   std::vector<std::pair<Comm*, uint64_t>> tickets;  ///< one per distinct comm
 };
 
+/// The builder arguments of one op (in-place detection with NCCL's offset rule).
+PlanArgs planArgsFor(const Comm* comm, const OpRecord& op);
+
 /// Takes the batch's tickets (one per communicator, in one global order). Call once,
 /// when the batch is issued: execution then waits for the work issued before it.
 void issueBatch(Batch* batch);

@@ -26,21 +26,35 @@
 #include <cstdint>
 #include <cstring>
 
-// Always inlined: they are meant for the inner loops of the reduction kernels.
+// Always inlined: they are meant for the inner loops of the reduction kernels. Also
+// compiled for the GPU (the CUDA executor's reductions, src/device/reduce_ops.h), so
+// that device and host round identically.
+#if defined(__CUDACC__)
+#define BRAID_FP_INLINE __host__ __device__ __forceinline__
+#else
 #define BRAID_FP_INLINE inline __attribute__((always_inline))
+#endif
 
 namespace braid {
 namespace fpbits {
 
 BRAID_FP_INLINE uint32_t toBits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
   uint32_t x;
   std::memcpy(&x, &f, sizeof x);
   return x;
+#endif
 }
 BRAID_FP_INLINE float fromBits(uint32_t x) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(x);
+#else
   float f;
   std::memcpy(&f, &x, sizeof f);
   return f;
+#endif
 }
 /// c ? a : b, written with masks so that the vectoriser does not see control flow.
 BRAID_FP_INLINE uint32_t select(bool c, uint32_t a, uint32_t b) {

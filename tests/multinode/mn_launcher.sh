@@ -47,11 +47,20 @@ check_layout block
 check_layout cyclic
 
 # Cross-node traffic goes through the bridge: node 2 reaches a listener on node 0.
-ip netns exec "${PREFIX}0" python3 -c 'import socket; s=socket.socket(); s.bind(("10.77.0.1", 47001)); s.listen(1); import time; time.sleep(3)' &
-sleep 0.5
-ip netns exec "${PREFIX}2" timeout 2 bash -c 'exec 3<>/dev/tcp/10.77.0.1/47001' ||
-  mn_fail "node 2 cannot connect to node 0 (10.77.0.1)"
-wait
+# (The listener may take a while to start on a loaded machine: retry for 10 s.)
+ip netns exec "${PREFIX}0" python3 -c 'import socket; s=socket.socket(); s.bind(("10.77.0.1", 47001)); s.listen(1); import time; time.sleep(12)' &
+listener=$!
+connected=0
+for _ in $(seq 1 40); do
+  if ip netns exec "${PREFIX}2" timeout 2 bash -c 'exec 3<>/dev/tcp/10.77.0.1/47001' 2>/dev/null; then
+    connected=1
+    break
+  fi
+  sleep 0.25
+done
+kill "$listener" 2>/dev/null
+wait "$listener" 2>/dev/null
+[ "$connected" = 1 ] || mn_fail "node 2 cannot connect to node 0 (10.77.0.1)"
 mn_log "ok: node 2 connects to node 0 over the bridge"
 
 # A failing rank stops the others at once (they would sleep 60 s) and sets the status.

@@ -23,8 +23,11 @@ namespace braid {
 
 NetConn::NetConn(Dir dir, uint32_t nslots, uint64_t slotBytes, int peerRank)
     : dir_(dir), peerRank_(peerRank), slotBytes_(slotBytes) {
-  size_t bytes = (FifoLayout::bytesFor(nslots, slotBytes) + 63) & ~size_t(63);
-  mem_ = std::aligned_alloc(64, bytes);
+  // Whole pages: a device connection registers them with CUDA (pinning pages shared
+  // with other allocations would pin those too).
+  constexpr size_t kPage = 4096;
+  bytes_ = (FifoLayout::bytesFor(nslots, slotBytes) + kPage - 1) & ~(kPage - 1);
+  mem_ = std::aligned_alloc(kPage, bytes_);
   if (!mem_) return;
   FifoLayout::init(mem_, nslots, slotBytes);
   if (dir_ == Dir::kSend) rx_.attach(mem_);
@@ -33,6 +36,7 @@ NetConn::NetConn(Dir dir, uint32_t nslots, uint64_t slotBytes, int peerRank)
 
 NetConn::~NetConn() {
   sock_.close();
+  cuda_.reset();  // the proxy let go of us (we are its last reference, or it removed us)
   std::free(mem_);
 }
 

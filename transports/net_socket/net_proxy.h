@@ -26,6 +26,7 @@
 
 #include "src/exec/fifo.h"
 #include "src/net/socket.h"
+#include "transports/p2p/p2p_transport.h"
 
 namespace braid {
 
@@ -40,6 +41,11 @@ class NetConn {
   NetConn& operator=(const NetConn&) = delete;
 
   void* fifoMem() const { return mem_; }
+  /// Device connections: pins and maps the FIFO for GPU dev (cudaHostRegister); *devPtr
+  /// is its device address. Undone when the NetConn goes, after the proxy let go of it.
+  ncclResult_t registerForDevice(int dev, const char* what, void** devPtr) {
+    return cuda_.registerRange(mem_, bytes_, dev, what, devPtr);
+  }
   Dir dir() const { return dir_; }
   /// Hands the connected socket over (before registering with the proxy).
   void setSocket(Socket sock, std::string peerAddr);
@@ -78,6 +84,8 @@ class NetConn {
   const int peerRank_;
   const uint64_t slotBytes_;
   void* mem_ = nullptr;
+  size_t bytes_ = 0;        ///< of mem_ (whole pages)
+  HostRegistration cuda_;   ///< device mode: mem_ registered with CUDA
   FifoReceiver rx_;  ///< send direction: drains the executor's FIFO
   FifoSender tx_;    ///< receive direction: fills the executor's FIFO
   Socket sock_;

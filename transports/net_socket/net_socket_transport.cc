@@ -46,6 +46,25 @@ struct NetHandshake {
   int32_t rank;
 };
 
+/// Device mode (ctx.device): registers the connection's FIFO for this rank's GPU and
+/// returns the kernel's view of it (the proxy keeps using the host view).
+ncclResult_t deviceView(const ConnectContext& ctx, NetConn* conn, const char* dir,
+                        DevConn* out) {
+  const int me = ctx.self ? ctx.self->rank : -1;
+  const int peer = ctx.peer ? ctx.peer->rank : -1;
+  const int dev = ctx.self ? ctx.self->cudaDev : -1;
+  char what[96];
+  std::snprintf(what, sizeof what, "net_socket: rank %d %s rank %d (channel %d)", me, dir, peer,
+                ctx.channel);
+  if (dev < 0)
+    return setError(ncclSystemError, nullptr, "%s: device connection but this rank has no GPU",
+                    what);
+  void* devPtr = nullptr;
+  BRAID_CHECK(conn->registerForDevice(dev, what, &devPtr));
+  *out = DevConn::at(devPtr, ctx.geometry.nslots, ctx.geometry.slotBytes, /*hostMem=*/true);
+  return ncclSuccess;
+}
+
 uint64_t randomToken() {
   static std::mutex mu;
   static std::mt19937_64 rng{std::random_device{}() ^ (uint64_t(getpid()) << 32)};
@@ -132,6 +151,8 @@ class NetSocketTransport : public Transport {
       return setError(ncclSystemError, nullptr,
                       "net_socket: cannot allocate the FIFO for the connection from rank %d",
                       peer);
+    DevConn dev;
+    if (ctx.device) BRAID_CHECK(deviceView(ctx, conn.get(), "<-", &dev));
     auto res = std::make_unique<NetResource>(conn);
     res->listener.setLabel("net_socket");
     SockAddr bound;
@@ -149,6 +170,7 @@ class NetSocketTransport : public Transport {
     desc->transport = uint32_t(TransportId::kNetSocket);
     std::memcpy(desc->data, &d, sizeof d);
     out->fifo.attach(conn->fifoMem());
+    out->dev = dev;
     out->res = std::move(res);
     BRAID_INFO(kLogNet, "net_socket: rank %d <- rank %d channel %d: listening on %s", d.rank,
                peer, ctx.channel, d.addr);
@@ -179,6 +201,9 @@ class NetSocketTransport : public Transport {
     if (!conn->fifoMem())
       return setError(ncclSystemError, nullptr,
                       "net_socket: cannot allocate the FIFO for the connection to rank %d", peer);
+    // Before connecting: a failure here leaves the receiver no half-made connection.
+    DevConn dev;
+    if (ctx.device) BRAID_CHECK(deviceView(ctx, conn.get(), "->", &dev));
     Socket sock;
     sock.setLabel("net_socket");
     BRAID_CHECK(sock.connect(addr, ctx.timeoutMs, ctx.abortFlag));
@@ -196,6 +221,7 @@ class NetSocketTransport : public Transport {
     res->registerWithProxy();
     out->fifo.attach(conn->fifoMem());
     out->allowDirect = false;
+    out->dev = dev;
     out->res = std::move(res);
     BRAID_INFO(kLogNet, "net_socket: rank %d -> rank %d channel %d: connected to %s", h.rank,
                peer, ctx.channel, d.addr);

@@ -20,6 +20,7 @@
 
 #include "src/config/params.h"
 #include "src/core/error.h"
+#include "transports/p2p/p2p_transport.h"
 #include "transports/transport.h"
 
 namespace braid {
@@ -84,6 +85,9 @@ bool processAlive(pid_t pid, uint64_t startTime) {
 
 namespace {
 
+/// ShmTrailer::attached once the sender gave up (device registration failed).
+constexpr uint32_t kAttachFailed = 2;
+
 size_t trailerOffset(uint32_t nslots, uint64_t slotBytes) {
   return (FifoLayout::bytesFor(nslots, slotBytes) + 63) & ~size_t(63);
 }
@@ -98,7 +102,14 @@ class ShmResource : public ConnResource {
       : base_(base), size_(size), name_(std::move(name)), peerRank_(peerRank) {}
   ~ShmResource() override {
     unlinkName();
+    cuda_.reset();  // before the pages go
     if (base_) munmap(base_, size_);
+  }
+
+  /// Device mode: pins and maps the whole segment for this rank's GPU; *devBase is
+  /// the device address of the segment's start.
+  ncclResult_t registerForDevice(int dev, const char* what, void** devBase) {
+    return cuda_.registerRange(base_, size_, dev, what, devBase);
   }
 
   void setPeerProcess(pid_t pid, uint64_t start) { peerPid_ = pid; peerStart_ = start; }
@@ -132,7 +143,27 @@ class ShmResource : public ConnResource {
   int peerRank_;
   pid_t peerPid_ = 0;
   uint64_t peerStart_ = 0;
+  HostRegistration cuda_;  ///< device mode: the segment registered with CUDA
 };
+
+/// Device mode (ctx.device): registers the mapped segment for this rank's GPU and
+/// returns the kernel's view of the FIFO at its start.
+ncclResult_t deviceView(const ConnectContext& ctx, ShmResource* res, const char* dir,
+                        DevConn* out) {
+  const int me = ctx.self ? ctx.self->rank : -1;
+  const int peer = ctx.peer ? ctx.peer->rank : -1;
+  const int dev = ctx.self ? ctx.self->cudaDev : -1;
+  char what[96];
+  std::snprintf(what, sizeof what, "shm transport: rank %d %s rank %d (channel %d)", me, dir,
+                peer, ctx.channel);
+  if (dev < 0)
+    return setError(ncclSystemError, nullptr, "%s: device connection but this rank has no GPU",
+                    what);
+  void* devBase = nullptr;
+  BRAID_CHECK(res->registerForDevice(dev, what, &devBase));
+  *out = DevConn::at(devBase, ctx.geometry.nslots, ctx.geometry.slotBytes, /*hostMem=*/true);
+  return ncclSuccess;
+}
 
 std::string uniqueName(const ConnectContext& ctx) {
   static std::mt19937_64 rng{std::random_device{}()};
@@ -226,6 +257,7 @@ class ShmTransport : public Transport {
       uint64_t start = p > 0 ? processStartTime(p) : 0;
       res->setPeerProcess(start ? p : 0, start);
     }
+    if (ctx.device) BRAID_CHECK(deviceView(ctx, res.get(), "<-", &out->dev));
     out->fifo.attach(base);
     out->res = std::move(res);
 
@@ -303,11 +335,23 @@ class ShmTransport : public Transport {
     t->senderStart = processStartTime(getpid());
     t->senderPidNs = myNs;
     t->senderAddr = reinterpret_cast<uint64_t>(t);
+    if (ctx.device) {
+      // The receiver's geometry (it made the segment) is the kernel's.
+      ConnectContext c = ctx;
+      c.geometry.nslots = d.nslots;
+      c.geometry.slotBytes = d.slotBytes;
+      ncclResult_t rc = deviceView(c, res.get(), "->", &out->dev);
+      if (rc != ncclSuccess) {
+        t->attached.store(kAttachFailed, std::memory_order_release);  // receiver: fail now
+        return rc;
+      }
+    }
     t->attached.store(1, std::memory_order_release);
     out->fifo.attach(base);
     out->allowDirect = false;
-    // Single-copy entries only where this side allows them too (the receiver tests).
-    out->remoteDirect = param::kShmCma.get() ? &t->cma : nullptr;
+    // Single-copy entries only where this side allows them too (the receiver tests);
+    // never on device connections (the kernels write every byte into the slots).
+    out->remoteDirect = param::kShmCma.get() && !ctx.device ? &t->cma : nullptr;
     out->res = std::move(res);
     BRAID_INFO(kLogShm, "shm: rank %d -> rank %d channel %d: mapped %s",
                ctx.self ? ctx.self->rank : -1, peer, ctx.channel, d.name);
@@ -347,10 +391,16 @@ class ShmTransport : public Transport {
       }
       std::this_thread::sleep_for(std::chrono::microseconds(spins < 100 ? 50 : 1000));
     }
+    if (rc == ncclSuccess && t->attached.load(std::memory_order_acquire) == kAttachFailed)
+      rc = setError(ncclSystemError, nullptr,
+                    "shm transport: rank %d could not attach the segment for its GPU (see its "
+                    "error)", peer);
     if (rc == ncclSuccess) {
       if (t->senderPidNs != 0 && t->senderPidNs == pidNamespace()) {
         res->setPeerProcess(t->senderPid, t->senderStart);
-        if (param::kShmCma.get() && canPull(side->fifo, *t)) side->fifo.setRemotePid(t->senderPid);
+        if (ctx.device) t->cma.store(2, std::memory_order_release);
+        else if (param::kShmCma.get() && canPull(side->fifo, *t))
+          side->fifo.setRemotePid(t->senderPid);
       } else {
         res->setPeerProcess(0, 0);
         t->cma.store(2, std::memory_order_release);

@@ -4,6 +4,11 @@
 // A segment holds one FIFO followed by a ShmTrailer; the receiver creates it, the sender
 // maps it and unlinks its name at once, so nothing stays in /dev/shm once both sides
 // have mapped it (or when the receiver gives up on the sender).
+//
+// Device connections (ConnectContext::device, the CUDA executor's "pinned host staging"
+// for GPU pairs without peer access): each end also registers its mapping with CUDA
+// (pinned, mapped) and fills its side's DevConn (hostMem); the registration is undone
+// before the segment is unmapped. No single-copy (process_vm_readv) entries then.
 #pragma once
 #include <sys/types.h>
 
@@ -29,7 +34,9 @@ struct ShmDescriptor {
 
 /// Lives after the FIFO in the segment: written by the sender when it has mapped it.
 struct ShmTrailer {
-  alignas(64) std::atomic<uint32_t> attached;  ///< 1 once the sender mapped the segment
+  /// 1 once the sender mapped the segment, 2 if it gave up (device mode: registering
+  /// the segment with CUDA failed)
+  alignas(64) std::atomic<uint32_t> attached;
   int32_t senderPid;
   uint64_t senderStart;
   uint64_t senderPidNs;

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Runs Braid's GPU checks on a machine with a CUDA device (e.g. the lent H200 box):
+# builds a Release tree for sm_90, runs the GPU-labelled tests (and the cuda_api /
+# transports_dev areas when present), then the perf suite on device buffers and the
+# device-to-device copy probe. Everything is logged under the results directory.
+#
+#   scripts/run-gpu-tests.sh [results-dir]        (default ./gpu-results)
+#
+# Environment:
+#   BRAID_GPU_BUILD_DIR   build tree (default build-gpu)
+#   BRAID_GPU_SKIP_BUILD  1: use the build tree as it is (no configure, no build)
+#   BRAID_CUDA_ARCHS      CUDA architectures (default 90: H100/H200)
+#   BRAID_JOBS            build parallelism (default: nproc)
+#   BRAID_GPU_BUDGET_S    wall-clock budget of the whole run in seconds (default 540); each
+#                         step gets at most what is left, later steps are skipped when
+#                         it is spent
+# Exit status: 0 when every step that ran passed, 1 otherwise (the summary says which).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+root=$(pwd)
+out=${1:-gpu-results}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+build=${BRAID_GPU_BUILD_DIR:-build-gpu}
+archs=${BRAID_CUDA_ARCHS:-90}
+jobs=${BRAID_JOBS:-$(nproc)}
+budget=${BRAID_GPU_BUDGET_S:-540}
+start=$(date +%s)
+summary=$out/summary.txt
+: >"$summary"
+failed=0
+
+note() { echo "$*" | tee -a "$summary"; }
+reserve=0  # seconds kept back for later steps
+left() { echo $((budget - reserve - ($(date +%s) - start))); }
+# step <name> <max seconds> <command...>: runs it with a deadline (the smaller of max
+# and what is left), output in <name>.log; records PASS / FAIL / TIMEOUT / SKIP.
+step() {
+  local name=$1 max=$2 t rc
+  shift 2
+  t=$(left)
+  ((t > max)) && t=$max
+  if ((t < 10)); then
+    note "SKIP    $name (time budget spent)"
+    failed=1
+    return 1
+  fi
+  local t0
+  t0=$(date +%s)
+  timeout --kill-after=10 "$t" "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  local dt=$(($(date +%s) - t0))
+  if ((rc == 0)); then
+    note "PASS    $name (${dt}s)"
+  elif ((rc == 124 || rc == 137)); then
+    note "TIMEOUT $name after ${dt}s (limit ${t}s; log: $name.log)"
+    failed=1
+  else
+    note "FAIL    $name (exit $rc, ${dt}s; log: $name.log)"
+    failed=1
+  fi
+  return $rc
+}
+
+note "# Braid GPU run $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 || true
+  nvcc --version 2>&1 | tail -n 2 || true
+  git -C "$root" log -1 --oneline 2>/dev/null || true
+} >"$out/machine.txt"
+cat "$out/machine.txt" >>"$summary"
+
+# ---- dependencies and build ----------------------------------------------------------
+if [ "${BRAID_GPU_SKIP_BUILD:-0}" != 1 ]; then
+  if [ -x scripts/install-deps.sh ]; then
+    # Best effort: the box may be offline; what is missing shows up at configure time.
+    step deps 90 scripts/install-deps.sh || note "        (continuing without new packages)"
+  fi
+  [ -x /usr/local/cuda/bin/nvcc ] && export PATH=/usr/local/cuda/bin:$PATH
+  gen=()
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  cfg=(-S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DBRAID_WITH_CUDA=ON
+       "-DBRAID_CUDA_ARCHS=$archs")
+  if ! step configure 120 cmake "${cfg[@]}"; then
+    # Without GoogleTest the perf suite can still be measured.
+    rm -rf "$build"
+    step configure-no-tests 120 cmake "${cfg[@]}" -DBRAID_BUILD_TESTS=OFF
+  fi
+  # Only what this run uses: the library, braidrun, the perf suite and the GPU tests.
+  targets=(braid nccl braidrun braid_perf)
+  for t in braid_gpu_test braid_cuda_api_test braid_cuda_api_dlopen_probe \
+           braid_transports_dev_test braid_transports_dev_mp_test; do
+    if cmake --build "$build" --target help 2>/dev/null | grep -q "\b$t\b"; then targets+=("$t"); fi
+  done
+  step build 330 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
+fi
+bin=$build/bin
+
+# ---- tests ---------------------------------------------------------------------------
+export CTEST_OUTPUT_ON_FAILURE=1
+reserve=170  # the headline perf runs below must still fit
+if [ -f "$build/CTestTestfile.cmake" ]; then
+  if [ -x "$bin/braid_gpu_test" ] && ! "$bin/braid_gpu_test" --has-device >>"$summary" 2>&1; then
+    note "WARNING the GPU tests will skip: no usable CUDA device"
+  fi
+  # Processes on one GPU share it by time slices: a few tests at once, not more.
+  step test-gpu 240 bash -c "cd '$build' && ctest -L '^gpu$' -j 3 --timeout 240"
+  skipped=$(grep -c '(Skipped)' "$out/test-gpu.log" 2>/dev/null)
+  [ "${skipped:-0}" -gt 0 ] && note "        $skipped gpu tests skipped"
+  for area in cuda_api transports_dev; do
+    if [ -n "$(cd "$build" && ctest -N -L "^$area\$" 2>/dev/null | grep -E 'Total Tests: [1-9]')" ]; then
+      step "test-$area" 150 bash -c "cd '$build' && ctest -L '^$area\$' -j 4 --timeout 120"
+    else
+      note "SKIP    test-$area (no such tests in $build)"
+    fi
+  done
+else
+  note "SKIP    tests (no test tree in $build)"
+fi
+
+# ---- perf suite on device buffers ----------------------------------------------------
+reserve=0
+if [ -x "$bin/d2d_bw" ]; then
+  step d2d_bw 60 "$bin/d2d_bw" -b 64M -e 1G -n 20 -J "$out/d2d_bw.json"
+fi
+if [ -x "$bin/all_reduce_perf" ] && [ -x "$bin/braidrun" ]; then
+  # The headline: 2 ranks (processes) on one GPU, 8 B .. 1 GiB.
+  step all_reduce.procs2 150 "$bin/braidrun" -n 2 -- "$bin/all_reduce_perf" -D 1 \
+    -b 8 -e 1G -f 2 -n 20 -w 5 -c 1 -J "$out/all_reduce.procs2.json"
+  # Small-message latency with more iterations.
+  step all_reduce.procs2.latency 60 "$bin/braidrun" -n 2 -- "$bin/all_reduce_perf" -D 1 \
+    -b 8 -e 1K -f 2 -n 500 -w 50 -c 1 -J "$out/all_reduce.procs2.latency.json"
+  # The same 2 ranks as threads of one process.
+  step all_reduce.threads2 120 "$bin/all_reduce_perf" -D 1 -t 2 \
+    -b 8 -e 1G -f 4 -n 20 -w 5 -c 1 -J "$out/all_reduce.threads2.json"
+  for coll in all_gather reduce_scatter broadcast reduce alltoall gather scatter sendrecv; do
+    step "$coll.procs2" 60 "$bin/braidrun" -n 2 -- "$bin/${coll}_perf" -D 1 \
+      -b 8 -e 256M -f 32 -n 10 -w 3 -c 1 -J "$out/$coll.procs2.json"
+  done
+fi
+
+# ---- summary of the targets (2 ranks on one GPU) ----------------------------------------
+if command -v python3 >/dev/null && [ -f "$out/d2d_bw.json" ] && [ -f "$out/all_reduce.procs2.json" ]; then
+  python3 - "$out" <<'PY' | tee -a "$summary"
+import json, os, sys
+out = sys.argv[1]
+d2d = json.load(open(os.path.join(out, "d2d_bw.json")))["results"]
+copy = max(r["copy_gbps"] for r in d2d)
+ar = json.load(open(os.path.join(out, "all_reduce.procs2.json")))["results"]
+big = [r for r in ar if r["size"] >= 64 << 20 and r["out_of_place"]]
+print(f"d2d copy bandwidth (cudaMemcpyAsync, bytes/time, best size): {copy:.1f} GB/s")
+for r in big:
+    b = r["out_of_place"]["busbw_gbps"]
+    print(f"all_reduce 2 ranks {r['size'] >> 20:5d} MiB: busbw {b:8.1f} GB/s = "
+          f"{100 * b / copy:5.1f}% of copy (target >= 60%)")
+lat = os.path.join(out, "all_reduce.procs2.latency.json")
+rows = json.load(open(lat))["results"] if os.path.exists(lat) else ar
+eight = [r for r in rows if r["size"] == 8]
+if eight:
+    t = eight[0]["out_of_place"]["time_us"]
+    print(f"all_reduce 2 ranks 8 B: {t:.2f} us (target <= 20 us)")
+PY
+fi
+note "# total $(($(date +%s) - start)) s; results in $out"
+if ((failed)); then
+  note "RESULT: FAILED (see the logs above)"
+  exit 1
+fi
+note "RESULT: passed"

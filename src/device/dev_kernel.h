@@ -1,0 +1,26 @@
+// The CUDA executor's kernel entry points (src/device/kernels/*.cu), and the host
+// emulation of the same kernel code that tests run without a GPU.
+#pragma once
+#include "nccl.h"
+#include "src/device/dev_launch.h"
+
+namespace braid {
+
+/// Threads per block of the executor kernel.
+constexpr int kDevThreads = 512;
+
+/// The reduction family for an op of `type` (Avg and PreMulSum run as kSum).
+DevRed devRedFor(ncclRedOp_t op, bool reduces);
+
+/// Enqueues one launch (l.nBlocks blocks of kDevThreads threads) of the kernel for
+/// `type` and `red` on stream s. Asynchronous. Without CUDA: ncclInternalError.
+ncclResult_t launchDevKernel(const DevLaunch& l, ncclDataType_t type, DevRed red,
+                             cudaStream_t s);
+
+/// Host emulation: runs block `block` of launch l to its end on the calling thread,
+/// with the same interpreter the kernel uses (one thread per block). All blocks of a
+/// launch must run concurrently (one thread each), as on the GPU. Returns false if the
+/// launch gave up (abort flag or a closed FIFO).
+bool emulateDevBlock(const DevLaunch& l, uint32_t block, ncclDataType_t type, DevRed red);
+
+}  // namespace braid

@@ -1,0 +1,271 @@
+#include "src/device/device_comm.h"
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+
+#include "src/config/log.h"
+#include "src/core/comm.h"
+#include "src/core/error.h"
+#include "src/device/cuda_rt.h"
+
+namespace braid {
+namespace {
+
+int64_t nowMs() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+template <class T>
+T loadHost(const T* p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+uint64_t hashBytes(const std::vector<char>& b) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (char c : b) h = (h ^ uint8_t(c)) * 1099511628211ull;
+  return h;
+}
+
+template <class T>
+void append(std::vector<char>* out, const std::vector<T>& v) {
+  const char* p = reinterpret_cast<const char*>(v.data());
+  out->insert(out->end(), p, p + v.size() * sizeof(T));
+}
+
+/// The (peer, channel, direction) connection of `comm` that a plan names.
+const DevConn* findConn(Comm* comm, const DevConnRef& ref) {
+  const uint64_t key = Comm::connKey(ref.peer, ref.channel);
+  if (ref.isSend) {
+    auto it = comm->devSends.find(key);
+    return it == comm->devSends.end() ? nullptr : &it->second.dev;
+  }
+  auto it = comm->devRecvs.find(key);
+  return it == comm->devRecvs.end() ? nullptr : &it->second.dev;
+}
+
+}  // namespace
+
+DeviceComm::~DeviceComm() {
+  shutdown(true);
+  for (auto& kv : images_)
+    for (Image& im : kv.second) (void)cudart::hostFree(im.host);
+  for (void* p : scratch_) (void)cudart::deviceFree(p);
+  for (void* e : events_) (void)cudart::eventDestroy(e);
+  if (lastEvent_) (void)cudart::eventDestroy(lastEvent_);
+  if (barrier_) (void)cudart::deviceFree(barrier_);
+  if (controlHost_) (void)cudart::hostFree(controlHost_);
+}
+
+ncclResult_t DeviceComm::init() {
+  cudart::CaptureRelaxed relaxed;
+  void* dev = nullptr;
+  BRAID_CHECK(cudart::hostAllocMapped(&controlHost_, &dev, sizeof(DevControl)));
+  std::memset(controlHost_, 0, sizeof(DevControl));
+  controlDev_ = static_cast<DevControl*>(dev);
+  void* b = nullptr;
+  BRAID_CHECK(cudart::deviceAlloc(&b, 4 * sizeof(uint32_t), "grid barrier words"));
+  barrier_ = static_cast<uint32_t*>(b);
+  BRAID_CHECK(cudart::memsetDevice(barrier_, 0, 4 * sizeof(uint32_t)));
+  BRAID_CHECK(cudart::eventCreate(&lastEvent_));
+  return ncclSuccess;
+}
+
+ncclResult_t DeviceComm::image(const Plan& plan, size_t typeSize, const DevPlanImage** out,
+                               const DevPlanImage** host) {
+  DevPlan dp;
+  std::string why;
+  if (!DevPlan::compile(plan, typeSize, &dp, &why))
+    return setError(ncclInvalidUsage, comm_, "%s: plan %s cannot run on the GPU: %s",
+                    comm_->who().c_str(), plan.algorithm.c_str(), why.c_str());
+  std::vector<char> key;
+  append(&key, dp.programs);
+  append(&key, dp.steps);
+  append(&key, dp.conns);
+  const char* tail = reinterpret_cast<const char*>(&dp.sliceBytes);
+  key.insert(key.end(), tail, tail + sizeof(dp.sliceBytes));
+  key.push_back(char(dp.typeSize));
+  std::vector<Image>& bucket = images_[hashBytes(key)];
+  for (const Image& im : bucket)
+    if (im.key == key) {
+      *out = im.dev;
+      *host = im.hostView;
+      return ncclSuccess;
+    }
+  std::vector<DevConn> conns;
+  for (const DevConnRef& ref : dp.conns) {
+    const DevConn* c = findConn(comm_, ref);
+    if (c == nullptr || !c->valid())
+      return setError(ncclInternalError, comm_,
+                      "%s: plan %s needs a device connection %s rank %d on channel %d that "
+                      "was not made", comm_->who().c_str(), plan.algorithm.c_str(),
+                      ref.isSend ? "to" : "from", ref.peer, int(ref.channel));
+    conns.push_back(*c);
+  }
+  Image im;
+  im.key = std::move(key);
+  void* dev = nullptr;
+  {
+    cudart::CaptureRelaxed relaxed;
+    BRAID_CHECK(cudart::hostAllocMapped(&im.host, &dev, DevPlanImage::bytesFor(dp)));
+  }
+  im.hostView = DevPlanImage::write(dp, conns.data(), im.host, dev);
+  im.dev = static_cast<const DevPlanImage*>(dev);
+  *out = im.dev;
+  *host = im.hostView;
+  bucket.push_back(std::move(im));
+  if (++imageCount_ == 4096)
+    BRAID_WARN("%s: 4096 distinct device plans kept (one per op shape; they are freed "
+               "with the communicator)", comm_->who().c_str());
+  return ncclSuccess;
+}
+
+ncclResult_t DeviceComm::scratch(size_t bytes, char** out) {
+  if (bytes == 0) {
+    *out = nullptr;
+    return ncclSuccess;
+  }
+  if (bytes > scratchBytes_) {
+    cudart::CaptureRelaxed relaxed;
+    void* p = nullptr;
+    const size_t want = std::max(bytes, scratchBytes_ * 2);
+    BRAID_CHECK(cudart::deviceAlloc(&p, want, "plan scratch"));
+    scratch_.push_back(p);
+    scratchBytes_ = want;
+  }
+  *out = static_cast<char*>(scratch_.back());
+  return ncclSuccess;
+}
+
+ncclResult_t DeviceComm::beforeLaunch(cudaStream_t s, const std::vector<cudaStream_t>& others) {
+  const bool capturing = cudart::streamCapturing(s);
+  if (launched_ && lastStream_ != s && !capturing && !cudart::streamCapturing(lastStream_))
+    BRAID_CHECK(cudart::streamWaitEvent(s, lastEvent_));
+  while (events_.size() < others.size()) {
+    void* e = nullptr;
+    BRAID_CHECK(cudart::eventCreate(&e));
+    events_.push_back(e);
+  }
+  for (size_t i = 0; i < others.size(); ++i) {
+    BRAID_CHECK(cudart::eventRecord(events_[i], others[i]));
+    BRAID_CHECK(cudart::streamWaitEvent(s, events_[i]));
+  }
+  startWatchdog();
+  return ncclSuccess;
+}
+
+ncclResult_t DeviceComm::afterLaunch(cudaStream_t s, const std::vector<cudaStream_t>& others) {
+  if (!others.empty()) {
+    BRAID_CHECK(cudart::eventRecord(events_[0], s));
+    for (cudaStream_t o : others) BRAID_CHECK(cudart::streamWaitEvent(o, events_[0]));
+  }
+  if (!cudart::streamCapturing(s)) {
+    BRAID_CHECK(cudart::eventRecord(lastEvent_, s));
+    lastStream_ = s;
+    launched_ = true;
+  }
+  return ncclSuccess;
+}
+
+void DeviceComm::abortKernels() {
+  if (controlHost_) __atomic_store_n(&static_cast<DevControl*>(controlHost_)->abort, 1u,
+                                     __ATOMIC_RELEASE);
+}
+
+void DeviceComm::closeConnections(uint32_t why) {
+  abortKernels();
+  auto close = [why](const DevConn& c) {
+    if (!c.valid()) return;
+    // DevConn holds device addresses (for pinned host regions too, which may differ
+    // from the host's): write the word through CUDA.
+    (void)cudart::copyToDevice(c.closed, &why, sizeof(why));
+  };
+  for (auto& kv : comm_->devSends) close(kv.second.dev);
+  for (auto& kv : comm_->devRecvs) close(kv.second.dev);
+}
+
+bool DeviceComm::drain(int timeoutMs) {
+  if (!launched_) return true;
+  const int64_t end = nowMs() + (timeoutMs > 0 ? timeoutMs : 1000);
+  for (;;) {
+    int q = cudart::eventQuery(lastEvent_);
+    if (q != 0) return q == 1;
+    if (nowMs() >= end) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+void DeviceComm::shutdown(bool abort) {
+  {
+    std::lock_guard<std::mutex> lock(wdMu_);
+    wdStop_ = true;
+  }
+  wdCv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+  if (!controlHost_) return;
+  if (!abort && drain(comm_->settings.timeoutMs)) return;
+  abortKernels();
+  if (!drain(10000))
+    BRAID_WARN("%s: device work still running 10 s after it was told to stop",
+               comm_->who().c_str());
+}
+
+void DeviceComm::startWatchdog() {
+  if (watchdog_.joinable()) return;
+  wdStop_ = false;
+  watchdog_ = std::thread([this] { watchdogLoop(); });
+}
+
+bool DeviceComm::failComm(ncclResult_t code, const std::string& why) {
+  std::unique_lock<std::mutex> lock(comm_->execMutex, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
+  setError(code, comm_, "%s: device work failed: %s", comm_->who().c_str(), why.c_str());
+  BRAID_WARN("%s: device work failed: %s", comm_->who().c_str(), why.c_str());
+  comm_->fatal(code);  // closes the host and device connections, stops the kernels
+  return true;
+}
+
+void DeviceComm::watchdogLoop() {
+  (void)cudart::setDevice(comm_->cudaDev);
+  const DevControl* ctl = static_cast<const DevControl*>(controlHost_);
+  const int checkMs = std::max(10, std::min(comm_->settings.peerCheckMs, 200));
+  uint64_t lastProgress = loadHost(&ctl->progress);
+  int64_t stallStart = nowMs(), lastCheck = stallStart;
+  bool failed = false;
+  std::unique_lock<std::mutex> lock(wdMu_);
+  while (!wdStop_) {
+    wdCv_.wait_for(lock, std::chrono::milliseconds(checkMs));
+    if (wdStop_ || failed) continue;
+    lock.unlock();
+    const int64_t now = nowMs();
+    const bool busy = loadHost(&ctl->started) != loadHost(&ctl->finished);
+    const uint64_t progress = loadHost(&ctl->progress);
+    if (!busy || progress != lastProgress) {
+      lastProgress = progress;
+      stallStart = lastCheck = now;
+    }
+    if (loadHost(&ctl->error) != 0 && !comm_->abortFlag.load())
+      failed = failComm(ncclRemoteError, "a GPU kernel found a connection closed by a peer "
+                                         "(the peer failed or aborted)");
+    else if (busy && now - lastCheck >= comm_->settings.peerCheckMs) {
+      lastCheck = now;
+      std::unique_lock<std::mutex> exec(comm_->execMutex, std::try_to_lock);
+      std::string why;
+      int dead = -1;
+      if (exec.owns_lock())
+        for (int p = 0; p < comm_->nranks && dead < 0; ++p)
+          if (p != comm_->rank && comm_->checkPeer(p, &why) != ncclSuccess) dead = p;
+      if (exec.owns_lock()) exec.unlock();
+      const int64_t stalled = now - stallStart;
+      if (dead >= 0) failed = failComm(ncclRemoteError, why);
+      else if (comm_->settings.timeoutMs > 0 && stalled >= comm_->settings.timeoutMs)
+        failed = failComm(ncclSystemError,
+                          "no progress on the GPU for " + std::to_string(stalled) +
+                              " ms (BRAID_TIMEOUT_MS)");
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace braid

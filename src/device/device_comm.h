@@ -1,0 +1,101 @@
+// DeviceComm: a communicator's CUDA executor state.
+//
+// Made on the first op on device buffers. Owns the words kernels share with the host
+// (DevControl, in mapped pinned memory: abort, error, launch counts, progress), the grid
+// barrier words (device memory), the GPU-readable images of the plans it launched, the
+// plans' device scratch, the events that order its launches across streams, and a
+// watchdog thread: while a launch is running and nothing moves, it checks the peers
+// (a dead one fails the communicator with an error naming it, BRAID_PEER_CHECK_MS) and
+// gives up after BRAID_TIMEOUT_MS; either way the kernels are told to stop, so a dead
+// peer never hangs the GPU.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "algorithms/plan.h"
+#include "nccl.h"
+#include "src/device/dev_launch.h"
+#include "src/device/dev_plan.h"
+
+namespace braid {
+
+struct Comm;
+
+class DeviceComm {
+ public:
+  explicit DeviceComm(Comm* comm) : comm_(comm) {}
+  ~DeviceComm();
+  DeviceComm(const DeviceComm&) = delete;
+  DeviceComm& operator=(const DeviceComm&) = delete;
+
+  /// Allocates the control and barrier words (the comm's device must be current).
+  ncclResult_t init();
+
+  /// The GPU-readable image of `plan` (elements of typeSize bytes) over this comm's
+  /// device connections, which must exist. Cached by content: equal plans share one.
+  /// *dev is the address kernels use, *host the same bytes seen by the host.
+  ncclResult_t image(const Plan& plan, size_t typeSize, const DevPlanImage** dev,
+                     const DevPlanImage** host);
+  /// Device working memory of at least `bytes` for one launch. Launches of a comm run
+  /// one after another, so each may reuse it; a larger request gets a new buffer (the
+  /// old one stays until the comm is destroyed: queued launches may still use it).
+  ncclResult_t scratch(size_t bytes, char** out);
+
+  /// Orders a launch on `s` after this comm's previous launch (when that was on another
+  /// stream) and after the other streams of the group (`others`); afterLaunch makes the
+  /// others wait for the launch and records it. Not across a stream being captured.
+  ncclResult_t beforeLaunch(cudaStream_t s, const std::vector<cudaStream_t>& others);
+  ncclResult_t afterLaunch(cudaStream_t s, const std::vector<cudaStream_t>& others);
+
+  DevControl* controlDev() const { return controlDev_; }
+  uint32_t* barrier() const { return barrier_; }
+
+  /// Tells running and queued kernels of this comm to give up.
+  void abortKernels();
+  /// Marks every device connection closed (peers' kernels give up too).
+  void closeConnections(uint32_t why);
+  /// Waits until the launches enqueued so far have finished; false after timeoutMs.
+  bool drain(int timeoutMs);
+  /// Stops the watchdog, then (abort: at once; else after a drain bounded by the comm's
+  /// timeout) stops the kernels, so the connections and images may be freed.
+  void shutdown(bool abort);
+
+ private:
+  struct Image {
+    std::vector<char> key;  ///< the compiled plan's bytes (programs, steps, conn refs)
+    void* host = nullptr;   ///< pinned mapped memory holding the DevPlanImage
+    const DevPlanImage* hostView = nullptr;
+    const DevPlanImage* dev = nullptr;
+  };
+  void startWatchdog();
+  void watchdogLoop();
+  /// Fails the communicator (error message, asyncError, kernels stopped, FIFOs closed).
+  /// Returns false if the comm's lock was busy (try again later).
+  bool failComm(ncclResult_t code, const std::string& why);
+
+  Comm* comm_;
+  void* controlHost_ = nullptr;       ///< DevControl, pinned
+  DevControl* controlDev_ = nullptr;  ///< its device address
+  uint32_t* barrier_ = nullptr;       ///< device memory, 4 words
+  std::unordered_map<uint64_t, std::vector<Image>> images_;  ///< by hash of the key
+  size_t imageCount_ = 0;
+  std::vector<void*> scratch_;        ///< the last is the current one
+  size_t scratchBytes_ = 0;
+  void* lastEvent_ = nullptr;         ///< recorded after each launch
+  cudaStream_t lastStream_ = nullptr;
+  bool launched_ = false;
+  std::vector<void*> events_;         ///< for joining a group's other streams
+
+  std::thread watchdog_;
+  std::mutex wdMu_;
+  std::condition_variable wdCv_;
+  bool wdStop_ = false;
+};
+
+}  // namespace braid

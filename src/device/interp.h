@@ -1,0 +1,503 @@
+// The CUDA executor's plan interpreter (host and device code): one block runs one
+// DevProgram of each work of a launch, step by step, with the StepKind semantics of the
+// host executor (src/exec/engine.cc):
+//
+//   kSend               slot <- pre(src)                    (kPreOp only)
+//   kRecv               dst  <- post(pre(in))
+//   kRecvReduceSend     slot <- post(in OP pre(src))
+//   kRecvReduceCopy     dst  <- post(in OP pre(src))
+//   kRecvReduceCopySend dst, slot <- post(in OP pre(src))
+//   kRecvCopySend       dst, slot <- in                     (no pre/post)
+//   kCopy               dst  <- post(pre(src))
+//
+// A step's bytes stream through the FIFOs in pieces: an output slot takes at most
+// min(slotBytes, sliceBytes) bytes and is filled completely (possibly from several
+// input pieces) before it is published, except for the step's last slot; an input
+// slot may be consumed in parts (a byte stream: the two ends need not slice alike).
+//
+// Thread 0 waits for FIFO space and data and hands each piece to the block through
+// shared memory; all threads compute it; after a barrier thread 0 publishes (fence,
+// then release stores of tail/head). While waiting it checks, every
+// Block::kCheckEvery polls, DevControl::abort / ::error and the FIFO's closed word, and
+// gives up (DevControl::error = 1, return false) instead of hanging.
+//
+// The Block policy (src/device/kernels/kernel_impl.cuh for the GPU, dev_emulate.cc for
+// the host emulation) supplies, besides dev_fifo.h's counter operations:
+//   int tid() const; int nthreads() const; void sync();   // the block's threads
+//   PieceShared& sh();                                     // block-shared scratch
+//   static T ld<T>(const T*); static void st<T>(T*, T);   // data (T: 1/2/4/8 bytes)
+//   static Vec16 ld16(const void*); static void st16(void*, Vec16);
+//   static void stFlag(uint32_t*, uint32_t);              // DevControl::error
+//   static void bump(uint64_t*);                          // DevControl counters (+1)
+//   static void pause(uint32_t polls);                    // between polls
+//   static void fenceGpu();                               // before a barrier arrival
+//   static uint32_t ldAcquireGpu(const uint32_t*); static void stReleaseGpu(uint32_t*, uint32_t);
+//   static uint32_t arrive(uint32_t*);                    // atomic +1 (acq_rel), returns the old value
+//   static void reset(uint32_t*);                         // atomic store of 0
+//   static constexpr int kUnroll; static constexpr uint32_t kCheckEvery;
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+#include "src/device/dev_fifo.h"
+#include "src/device/dev_launch.h"
+#include "src/device/hd.h"
+#include "src/device/reduce_ops.h"
+
+namespace braid {
+namespace devinterp {
+
+/// 16 bytes moved as one vector.
+struct alignas(16) Vec16 {
+  uint32_t w[4];
+};
+
+/// What thread 0 hands the block for one piece.
+struct PieceShared {
+  char* dst;
+  char* slot;
+  const char* in;
+  const char* local;
+  uint64_t bytes;
+  uint32_t stop;
+};
+
+BRAID_HD_INLINE uintptr_t addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+BRAID_HD_INLINE uint64_t minU(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+// ---- data movement (all threads) ---------------------------------------------------------
+
+/// One word of W bytes (16: a vector, 4: a 32-bit word).
+template <class Block, int W>
+struct Word {
+  using T = std::conditional_t<W == 16, Vec16, uint32_t>;
+  BRAID_HD_INLINE static T ld(const char* p) {
+    if constexpr (W == 16) return Block::ld16(p);
+    else return Block::template ld<uint32_t>(reinterpret_cast<const uint32_t*>(p));
+  }
+  BRAID_HD_INLINE static void st(char* p, const T& v) {
+    if constexpr (W == 16) Block::st16(p, v);
+    else Block::template st<uint32_t>(reinterpret_cast<uint32_t*>(p), v);
+  }
+};
+
+/// Bytes [from, to) of src to d1 (and d2), one byte per thread.
+template <class Block>
+BRAID_HD_INLINE void copyTail(Block& b, char* d1, char* d2, const char* src, uint64_t from,
+                              uint64_t to) {
+  for (uint64_t i = from + uint64_t(b.tid()); i < to; i += uint64_t(b.nthreads())) {
+    const uint8_t v = Block::template ld<uint8_t>(reinterpret_cast<const uint8_t*>(src + i));
+    Block::template st<uint8_t>(reinterpret_cast<uint8_t*>(d1 + i), v);
+    if (d2) Block::template st<uint8_t>(reinterpret_cast<uint8_t*>(d2 + i), v);
+  }
+}
+
+/// d1[i] (and d2[i] if not null) = src[i] for i < n bytes, in words of W bytes (W: 4
+/// or 16; bytes before the first and after the last whole word one by one); all
+/// pointers must have the same address modulo W.
+template <class Block, int W>
+BRAID_HD void copyWords(Block& b, char* d1, char* d2, const char* src, uint64_t n) {
+  using Wd = Word<Block, W>;
+  using T = typename Wd::T;
+  const uint64_t head = minU(n, (W - (addr(src) & (W - 1))) & (W - 1));
+  const uint64_t nw = (n - head) / W;
+  copyTail(b, d1, d2, src, 0, head);
+  const char* s = src + head;
+  char* o1 = d1 + head;
+  char* o2 = d2 ? d2 + head : nullptr;
+  constexpr int U = Block::kUnroll;
+  const uint64_t step = uint64_t(b.nthreads());
+  uint64_t i = uint64_t(b.tid());
+  for (; i + (U - 1) * step < nw; i += U * step) {
+    T v[U];
+    for (int u = 0; u < U; ++u) v[u] = Wd::ld(s + (i + u * step) * W);
+    for (int u = 0; u < U; ++u) {
+      Wd::st(o1 + (i + u * step) * W, v[u]);
+      if (o2) Wd::st(o2 + (i + u * step) * W, v[u]);
+    }
+  }
+  for (; i < nw; i += step) {
+    const T v = Wd::ld(s + i * W);
+    Wd::st(o1 + i * W, v);
+    if (o2) Wd::st(o2 + i * W, v);
+  }
+  copyTail(b, d1, d2, src, head + nw * W, n);
+}
+
+/// Byte copy to d1 (and d2): 16-byte vectors where the pointers agree modulo 16,
+/// 4-byte words where they agree modulo 4, bytes otherwise.
+template <class Block>
+BRAID_HD void copyBytes(Block& b, char* d1, char* d2, const char* src, uint64_t n) {
+  const uintptr_t r16 = addr(src) & 15;
+  const bool co16 = (addr(d1) & 15) == r16 && (!d2 || (addr(d2) & 15) == r16);
+  const bool co4 = (addr(d1) & 3) == (r16 & 3) && (!d2 || (addr(d2) & 3) == (r16 & 3));
+  if (co16) copyWords<Block, 16>(b, d1, d2, src, n);
+  else if (co4) copyWords<Block, 4>(b, d1, d2, src, n);
+  else copyTail(b, d1, d2, src, 0, n);
+}
+
+/// Elementwise: d1[i] (and d2[i]) = reduce ? op.reduce(in[i], local[i]) : op.copy(in[i])
+/// for i < n bytes. 16-byte vectors where every pointer has the same address modulo 16
+/// (and an element-aligned one); single elements otherwise.
+template <class Block, class Tr, DevRed R>
+BRAID_HD void computeElems(Block& b, const devred::DevOp<Tr, R>& op, char* d1, char* d2,
+                           const char* in, const char* local, uint64_t n, bool reduce) {
+  using S = typename Tr::Storage;
+  constexpr uint64_t ts = sizeof(S);
+  constexpr int E = int(16 / ts);
+  const int t = b.tid(), nt = b.nthreads();
+  const uintptr_t r16 = addr(in) & 15;
+  const bool vec = r16 % ts == 0 && (!d1 || (addr(d1) & 15) == r16) &&
+                   (!d2 || (addr(d2) & 15) == r16) && (!reduce || (addr(local) & 15) == r16);
+  const uint64_t head = vec ? minU(n, (16 - r16) & 15) : n;
+  const uint64_t nv = vec ? (n - head) / 16 : 0;
+  const uint64_t tailStart = head + nv * 16;
+  auto one = [&](uint64_t off) {
+    const S x = Block::template ld<S>(reinterpret_cast<const S*>(in + off));
+    const S r = reduce ? op.reduce(x, Block::template ld<S>(reinterpret_cast<const S*>(local + off)))
+                       : op.copy(x);
+    if (d1) Block::template st<S>(reinterpret_cast<S*>(d1 + off), r);
+    if (d2) Block::template st<S>(reinterpret_cast<S*>(d2 + off), r);
+  };
+  for (uint64_t e = uint64_t(t); e < head / ts; e += uint64_t(nt)) one(e * ts);
+  union Pack {
+    Vec16 v;
+    S e[E];
+  };
+  constexpr int U = Block::kUnroll;
+  const uint64_t step = uint64_t(nt);
+  uint64_t i = uint64_t(t);
+  for (; i + (U - 1) * step < nv; i += U * step) {
+    Pack a[U], c[U];
+    for (int u = 0; u < U; ++u) a[u].v = Block::ld16(in + head + (i + u * step) * 16);
+    if (reduce)
+      for (int u = 0; u < U; ++u) c[u].v = Block::ld16(local + head + (i + u * step) * 16);
+    for (int u = 0; u < U; ++u) {
+      for (int k = 0; k < E; ++k) a[u].e[k] = reduce ? op.reduce(a[u].e[k], c[u].e[k]) : op.copy(a[u].e[k]);
+      const uint64_t off = head + (i + u * step) * 16;
+      if (d1) Block::st16(d1 + off, a[u].v);
+      if (d2) Block::st16(d2 + off, a[u].v);
+    }
+  }
+  for (; i < nv; i += step) {
+    const uint64_t off = head + i * 16;
+    Pack a, c;
+    a.v = Block::ld16(in + off);
+    if (reduce) c.v = Block::ld16(local + off);
+    for (int k = 0; k < E; ++k) a.e[k] = reduce ? op.reduce(a.e[k], c.e[k]) : op.copy(a.e[k]);
+    if (d1) Block::st16(d1 + off, a.v);
+    if (d2) Block::st16(d2 + off, a.v);
+  }
+  for (uint64_t e = tailStart / ts + uint64_t(t); e < n / ts; e += uint64_t(nt)) one(e * ts);
+}
+
+/// One piece: the result of `in` (OP `local` when reduce) to dst and/or slot.
+template <class Block, class Tr, DevRed R>
+BRAID_HD_INLINE void runPiece(Block& b, const devred::DevOp<Tr, R>& op, char* dst, char* slot,
+                              const char* in, const char* local, uint64_t n, bool reduce) {
+  if (n == 0) return;
+  char* d1 = dst ? dst : slot;
+  char* d2 = dst ? slot : nullptr;
+  if (!reduce && op.copyIsIdentity()) {
+    copyBytes(b, d1, d2, in, n);
+    return;
+  }
+  if constexpr (R != DevRed::kNone) computeElems<Block, Tr, R>(b, op, d1, d2, in, local, n, reduce);
+}
+
+// ---- the interpreter ------------------------------------------------------------------------
+
+/// Thread 0's FIFO ends for one program run (states persist from step to step: a
+/// receiver may stop in the middle of a slot).
+template <class Block>
+struct ConnCache {
+  static constexpr int kN = 8;
+  DevSender<Block> snd[kN];
+  DevReceiver<Block> rcv[kN];
+  uint16_t sndId[kN];
+  uint16_t rcvId[kN];
+  int nSnd = 0, nRcv = 0, nextSnd = 0, nextRcv = 0;
+
+  BRAID_HD DevSender<Block>* sender(const DevConn* conns, uint16_t id) {
+    for (int i = 0; i < nSnd; ++i)
+      if (sndId[i] == id) return &snd[i];
+    int i = nSnd < kN ? nSnd++ : (nextSnd++ % kN);  // a sender's state is all in memory
+    sndId[i] = id;
+    snd[i].attach(&conns[id]);
+    return &snd[i];
+  }
+  /// nullptr if every cached receiver is in the middle of a slot (cannot be evicted).
+  BRAID_HD DevReceiver<Block>* receiver(const DevConn* conns, uint16_t id) {
+    for (int i = 0; i < nRcv; ++i)
+      if (rcvId[i] == id) return &rcv[i];
+    int i = -1;
+    if (nRcv < kN) {
+      i = nRcv++;
+    } else {
+      for (int k = 0; k < kN && i < 0; ++k) {
+        const int j = (nextRcv + k) % kN;
+        if (rcv[j].offset == 0) i = j;
+      }
+      if (i < 0) return nullptr;
+      nextRcv = i + 1;
+    }
+    rcvId[i] = id;
+    rcv[i].attach(&conns[id]);
+    return &rcv[i];
+  }
+  /// Whether no receiver stopped in the middle of a slot.
+  BRAID_HD bool allConsumed() const {
+    for (int i = 0; i < nRcv; ++i)
+      if (rcv[i].offset != 0) return false;
+    return true;
+  }
+};
+
+template <class Tr, DevRed R, class Block>
+class Interp {
+ public:
+  using S = typename Tr::Storage;
+
+  BRAID_HD Interp(Block& b, const DevLaunch& l) : b_(b), l_(l), ctl_(l.control) {}
+
+  /// Runs block `block` of the launch: program `block` of every work, a grid barrier
+  /// between works. Returns false if it gave up.
+  BRAID_HD bool run(uint32_t block) {
+    if (block == 0 && b_.tid() == 0) Block::bump(&ctl_->started);
+    bool ok = true;
+    for (uint32_t w = 0; w < l_.nWorks && ok; ++w) {
+      const DevWork& work = l_.works[w];
+      if (block < work.plan->nPrograms) ok = runProgram(work, work.plan->programs[block]);
+      b_.sync();
+      if (ok && w + 1 < l_.nWorks) ok = gridBarrier();
+    }
+    if (b_.tid() == 0) finishArrive();
+    return ok;
+  }
+
+ private:
+  // ---- block-wide helpers ----
+  /// Thread 0's flag to every thread.
+  BRAID_HD bool shareFlag(bool v) {
+    if (b_.tid() == 0) b_.sh().stop = v ? 1u : 0u;
+    b_.sync();
+    const bool r = b_.sh().stop != 0;
+    b_.sync();
+    return r;
+  }
+  /// Thread 0: whether the launch must stop (abort or another block's error).
+  BRAID_HD bool mustStop() const {
+    return Block::ldFlag(&ctl_->abort) != 0 || Block::ldFlag(&ctl_->error) != 0;
+  }
+  /// Thread 0: gives up.
+  BRAID_HD bool giveUp() const {
+    Block::stFlag(&ctl_->error, 1);
+    return false;
+  }
+
+  /// All blocks of the launch meet (a generation barrier in DevLaunch::barrier:
+  /// word 0 counts arrivals, word 1 is the generation).
+  BRAID_HD bool gridBarrier() {
+    bool ok = true;
+    if (b_.tid() == 0) {
+      uint32_t* count = l_.barrier;
+      uint32_t* gen = l_.barrier + 1;
+      Block::fenceGpu();  // this block's writes before the arrival
+      const uint32_t g = Block::ldAcquireGpu(gen);
+      if (Block::arrive(count) == l_.nBlocks - 1) {
+        Block::reset(count);  // ordered before the release below; nobody arrives before it
+        Block::stReleaseGpu(gen, g + 1);
+      } else {
+        for (uint32_t i = 1; Block::ldAcquireGpu(gen) == g; ++i) {
+          if (i % Block::kCheckEvery == 0 && mustStop()) {
+            ok = giveUp();
+            break;
+          }
+          Block::pause(i);
+        }
+      }
+    }
+    return !shareFlag(!ok);
+  }
+  /// Thread 0 at the end of the launch: the last block to arrive counts the launch
+  /// finished. (After a block gave up the words are undefined: reset them.)
+  BRAID_HD void finishArrive() {
+    uint32_t* count = l_.barrier;
+    uint32_t* gen = l_.barrier + 1;
+    Block::fenceGpu();
+    const uint32_t g = Block::ldAcquireGpu(gen);
+    if (Block::arrive(count) == l_.nBlocks - 1) {
+      Block::reset(count);
+      Block::stReleaseGpu(gen, g + 1);
+      Block::bump(&ctl_->finished);
+    }
+  }
+
+  BRAID_HD char* base(const DevWork& w, uint8_t buf) const {
+    if (buf == uint8_t(Buf::kSend)) return const_cast<char*>(w.send);
+    if (buf == uint8_t(Buf::kRecv)) return w.recv;
+    if (buf == uint8_t(Buf::kScratch)) return w.scratch;
+    return nullptr;
+  }
+
+  BRAID_HD bool runProgram(const DevWork& w, const DevProgram& prog) {
+    const DevPlanImage* img = w.plan;
+    ConnCache<Block> cache;
+    // The PreMulSum scalar, as one element.
+    S scalar{};
+    const bool hasPre = w.scalarMode != kDevScalarNone;
+    if (w.scalarMode == kDevScalarPointer) {
+      scalar = Block::template ld<S>(static_cast<const S*>(w.scalarPtr));
+    } else if (w.scalarMode == kDevScalarImmediate) {
+      union {
+        uint64_t u;
+        S s;
+      } bits;
+      bits.u = w.scalarBits;
+      scalar = bits.s;
+    }
+    for (uint32_t i = 0; i < prog.nSteps; ++i) {
+      const DevStep& s = img->steps[prog.firstStep + i];
+      if (!runStep(w, img, s, cache, hasPre, scalar)) return false;
+    }
+    // A stream is consumed whole by the steps of one work: a slot left half read
+    // would corrupt the next work's data (a plan bug).
+    return !shareFlag(b_.tid() == 0 && !cache.allConsumed() && !giveUp());
+  }
+
+  BRAID_HD static bool sends(uint8_t k) {
+    return k == uint8_t(StepKind::kSend) || k == uint8_t(StepKind::kRecvReduceSend) ||
+           k == uint8_t(StepKind::kRecvReduceCopySend) || k == uint8_t(StepKind::kRecvCopySend);
+  }
+
+  BRAID_HD bool runStep(const DevWork& w, const DevPlanImage* img, const DevStep& s,
+                        ConnCache<Block>& cache, bool hasPre, S scalar) {
+    const uint8_t k = s.kind;
+    const uint64_t total = s.bytes;
+    char* src = s.srcBuf != uint8_t(Buf::kNone) ? base(w, s.srcBuf) + s.srcOff : nullptr;
+    char* dst = s.dstBuf != uint8_t(Buf::kNone) ? base(w, s.dstBuf) + s.dstOff : nullptr;
+    const bool reduce = k == uint8_t(StepKind::kRecvReduceSend) ||
+                        k == uint8_t(StepKind::kRecvReduceCopy) ||
+                        k == uint8_t(StepKind::kRecvReduceCopySend);
+    const uint8_t flags = k == uint8_t(StepKind::kSend)          ? uint8_t(s.flags & kPreOp)
+                          : k == uint8_t(StepKind::kRecvCopySend) ? uint8_t(0)
+                                                                  : s.flags;
+    const devred::DevOp<Tr, R> op(hasPre, scalar, w.avg != 0, int(w.nranks), flags);
+    if (R == DevRed::kNone && (reduce || !op.copyIsIdentity())) {
+      // A copy-only kernel cannot reduce: the launcher picked the wrong kernel.
+      return !shareFlag(b_.tid() == 0 && !giveUp());
+    }
+    if (k == uint8_t(StepKind::kCopy)) {
+      runPiece(b_, op, dst, nullptr, src, nullptr, total, false);
+      b_.sync();
+      return true;
+    }
+    const bool needOut = sends(k);
+    const bool needIn = k != uint8_t(StepKind::kSend);
+    const bool keepDst = k != uint8_t(StepKind::kSend) && k != uint8_t(StepKind::kRecvReduceSend);
+
+    // Thread 0's state for this step.
+    DevSender<Block>* out = nullptr;
+    DevReceiver<Block>* in = nullptr;
+    char* slot = nullptr;
+    uint64_t fill = 0, target = 0, slice = 0;
+    if (b_.tid() == 0) {
+      bool bad = (needOut && s.sendConn >= img->nConns) || (needIn && s.recvConn >= img->nConns);
+      if (!bad && needOut) {
+        out = cache.sender(img->conns, s.sendConn);
+        slice = out->slotBytes();
+        if (img->sliceBytes && img->sliceBytes < slice) slice = img->sliceBytes;
+      }
+      if (!bad && needIn) bad = (in = cache.receiver(img->conns, s.recvConn)) == nullptr;
+      b_.sh().stop = bad ? 1u : 0u;
+      if (bad) giveUp();
+    }
+    b_.sync();
+    const bool badStep = b_.sh().stop != 0;
+    b_.sync();
+    if (badStep) return false;
+
+    uint32_t pieces = 0;
+    for (uint64_t done = 0; done < total;) {
+      if (b_.tid() == 0) {
+        PieceShared& sh = b_.sh();
+        bool ok = true;
+        if (needOut && !slot) {
+          ok = waitSlot(out, &slot);
+          fill = 0;
+          target = minU(slice, total - done);
+        }
+        uint64_t n = needOut ? target - fill : total - done;
+        const char* p = src + done;
+        if (ok && needIn) {
+          uint64_t avail = 0;
+          ok = waitData(in, &p, &avail);
+          n = minU(n, avail);
+        }
+        sh.stop = ok ? 0u : 1u;
+        sh.in = p;
+        sh.local = reduce ? src + done : nullptr;
+        sh.dst = keepDst ? dst + done : nullptr;
+        sh.slot = needOut ? slot + fill : nullptr;
+        sh.bytes = n;
+      }
+      b_.sync();
+      const PieceShared piece = b_.sh();
+      if (piece.stop) return false;  // every thread: thread 0 has set the error
+      runPiece(b_, op, piece.dst, piece.slot, piece.in, piece.local, piece.bytes, reduce);
+      b_.sync();
+      if (b_.tid() == 0) {
+        if (needIn) in->release(piece.bytes);
+        if (needOut) {
+          fill += piece.bytes;
+          if (fill == target) {
+            out->commit(fill);
+            slot = nullptr;
+          }
+        }
+        if (++pieces % 16 == 0) Block::bump(&ctl_->progress);
+      }
+      done += piece.bytes;
+    }
+    if (b_.tid() == 0 && pieces % 16 != 0) Block::bump(&ctl_->progress);
+    return true;
+  }
+
+  /// Thread 0: waits for a free slot of `out`.
+  BRAID_HD bool waitSlot(DevSender<Block>* out, char** slot) {
+    for (uint32_t i = 1;; ++i) {
+      if ((*slot = out->tryAcquire()) != nullptr) return true;
+      if (i % Block::kCheckEvery == 0 && (mustStop() || out->closed() != 0)) return giveUp();
+      Block::pause(i);
+    }
+  }
+  /// Thread 0: waits for bytes at the front of `in`. A closed FIFO ends the wait only
+  /// once it is empty (its last bytes are still good).
+  BRAID_HD bool waitData(DevReceiver<Block>* in, const char** p, uint64_t* avail) {
+    for (uint32_t i = 1;; ++i) {
+      const uint64_t n = in->peek(p);
+      if (n == UINT64_MAX) return giveUp();  // a direct entry: not on this path
+      if (n != 0) {
+        *avail = n;
+        return true;
+      }
+      if (i % Block::kCheckEvery == 0 && (mustStop() || in->closed() != 0)) return giveUp();
+      Block::pause(i);
+    }
+  }
+
+  Block& b_;
+  const DevLaunch& l_;
+  DevControl* ctl_;
+};
+
+/// Runs block `block` of launch l with the block policy b (every thread of the block
+/// calls this). Returns false if the block gave up.
+template <class Tr, DevRed R, class Block>
+BRAID_HD bool runDevBlock(Block& b, const DevLaunch& l, uint32_t block) {
+  Interp<Tr, R, Block> interp(b, l);
+  return interp.run(block);
+}
+
+}  // namespace devinterp
+}  // namespace braid

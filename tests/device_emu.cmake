@@ -1,0 +1,10 @@
+# The CUDA executor's data path, tested on the host: DevPlan compilation, the device
+# reduction functors against the host Reducer, and every collective run through the
+# kernel's interpreter (emulateDevBlock: one host thread per CUDA block) over host-memory
+# FIFOs, compared byte for byte with the host executor. No GPU needed.
+# Run: ctest -L device   (also labelled multirank, so the sanitizer runs include it)
+file(GLOB BRAID_DEVICE_EMU_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/device_emu/*.cc)
+add_executable(braid_device_emu_test ${BRAID_DEVICE_EMU_SOURCES})
+target_link_libraries(braid_device_emu_test PRIVATE braid_static GTest::gtest_main Threads::Threads)
+gtest_discover_tests(braid_device_emu_test DISCOVERY_TIMEOUT 60
+  PROPERTIES LABELS "device;multirank" TIMEOUT 120)

@@ -1,0 +1,127 @@
+#include "tests/device_emu/emu_harness.h"
+
+#include <gtest/gtest.h>
+
+#include <new>
+#include <thread>
+
+namespace braid {
+namespace emutest {
+
+AlignedBytes::AlignedBytes(size_t n)
+    : p_(static_cast<char*>(::operator new(n ? n : 1, std::align_val_t(64)))), n_(n) {}
+AlignedBytes::~AlignedBytes() {
+  if (p_) ::operator delete(p_, std::align_val_t(64));
+}
+AlignedBytes& AlignedBytes::operator=(AlignedBytes&& o) noexcept {
+  if (this != &o) {
+    if (p_) ::operator delete(p_, std::align_val_t(64));
+    p_ = o.p_;
+    n_ = o.n_;
+    o.p_ = nullptr;
+    o.n_ = 0;
+  }
+  return *this;
+}
+
+void* Fabric::region(int src, int dst, int channel) {
+  const auto key = std::make_tuple(src, dst, channel);
+  auto it = regions_.find(key);
+  if (it == regions_.end()) {
+    AlignedBytes mem(FifoLayout::bytesFor(nslots_, slotBytes_));
+    FifoLayout::init(mem.data(), nslots_, slotBytes_);
+    it = regions_.emplace(key, std::move(mem)).first;
+  }
+  return it->second.data();
+}
+
+bool Fabric::drained() const {
+  for (const auto& kv : regions_) {
+    const auto* h = reinterpret_cast<const FifoHeader*>(kv.second.data());
+    if (h->head.load() != h->tail.load()) return false;
+  }
+  return true;
+}
+
+bool EmuLaunch::build(Fabric* fabric, int rank, size_t typeSize, const std::vector<EmuWork>& works) {
+  if (works.size() > size_t(DevLaunch::kMaxWorks)) {
+    ADD_FAILURE() << "too many works";
+    return false;
+  }
+  launch_ = DevLaunch();
+  images_.clear();
+  launch_.nWorks = uint32_t(works.size());
+  launch_.control = &control_;
+  launch_.barrier = barrier_;
+  for (size_t w = 0; w < works.size(); ++w) {
+    const EmuWork& ew = works[w];
+    DevPlan dp;
+    std::string why;
+    if (!DevPlan::compile(*ew.plan, typeSize, &dp, &why)) {
+      ADD_FAILURE() << "DevPlan::compile: " << why;
+      return false;
+    }
+    if (ew.sliceBytes != UINT64_MAX) dp.sliceBytes = ew.sliceBytes;
+    std::vector<DevConn> conns;
+    for (const DevConnRef& ref : dp.conns)
+      conns.push_back(ref.isSend ? fabric->conn(rank, ref.peer, ref.channel)
+                                 : fabric->conn(ref.peer, rank, ref.channel));
+    AlignedBytes mem(DevPlanImage::bytesFor(dp));
+    const DevPlanImage* img = DevPlanImage::write(dp, conns.data(), mem.data(), mem.data());
+    images_.push_back(std::move(mem));
+    DevWork& dw = launch_.works[w];
+    dw.plan = img;
+    dw.send = static_cast<const char*>(ew.send);
+    dw.recv = static_cast<char*>(ew.recv);
+    dw.scratch = static_cast<char*>(ew.scratch);
+    dw.scalarMode = ew.scalarMode;
+    dw.scalarBits = ew.scalarBits;
+    dw.scalarPtr = ew.scalarPtr;
+    dw.nranks = uint32_t(ew.nranks);
+    dw.avg = ew.avg ? 1 : 0;
+    if (img->nPrograms > launch_.nBlocks) launch_.nBlocks = img->nPrograms;
+  }
+  return true;
+}
+
+std::vector<bool> runAll(std::vector<EmuLaunch*> launches, ncclDataType_t type, DevRed red) {
+  std::vector<std::vector<char>> ok(launches.size());
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < launches.size(); ++r) {
+    const DevLaunch& l = launches[r]->launch();
+    ok[r].assign(l.nBlocks, 0);
+    for (uint32_t b = 0; b < l.nBlocks; ++b)
+      threads.emplace_back([&, r, b] { ok[r][b] = emulateDevBlock(launches[r]->launch(), b, type, red); });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<bool> res(launches.size(), true);
+  for (size_t r = 0; r < launches.size(); ++r)
+    for (char v : ok[r]) res[r] = res[r] && v;
+  return res;
+}
+
+HostConns::HostConns(Fabric* fabric, int rank, const Plan& plan) : fabric_(fabric), rank_(rank) {
+  for (const Program& p : plan.programs) {
+    for (const Step& s : p.steps) {
+      if (s.sendPeer >= 0 && !senders_.count({s.sendPeer, s.channel}))
+        senders_[{s.sendPeer, s.channel}] =
+            std::make_unique<FifoSender>(fabric_->region(rank_, s.sendPeer, s.channel));
+      if (s.recvPeer >= 0 && !receivers_.count({s.recvPeer, s.channel}))
+        receivers_[{s.recvPeer, s.channel}] =
+            std::make_unique<FifoReceiver>(fabric_->region(s.recvPeer, rank_, s.channel));
+    }
+  }
+}
+
+FifoSender* HostConns::sender(int peer, int channel) {
+  auto it = senders_.find({peer, channel});
+  return it == senders_.end() ? nullptr : it->second.get();
+}
+
+FifoReceiver* HostConns::receiver(int peer, int channel) {
+  auto it = receivers_.find({peer, channel});
+  return it == receivers_.end() ? nullptr : it->second.get();
+}
+
+}  // namespace emutest
+}  // namespace braid

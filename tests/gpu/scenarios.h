@@ -1,0 +1,29 @@
+// The GPU suite's scenarios beyond the matrix, each run by every rank of a worker's
+// communicator (see worker.h). Each returns the number of failed checks (0: passed),
+// printing every failure to stderr.
+#ifndef BRAID_TESTS_GPU_SCENARIOS_H_
+#define BRAID_TESTS_GPU_SCENARIOS_H_
+
+#include "tests/gpu/matrix.h"
+
+namespace braid_gpu {
+
+/// An int32 sum all-reduce captured on the rank's stream (global capture mode; thread-local
+/// when ranks are threads),
+/// instantiated, and launched 3 times with new inputs; the capture must not run it, and
+/// every launch's result is checked.
+int runGraph(const RankCtx& r);
+
+/// Five ops of different collectives, types and ops in one ncclGroupStart/End: run
+/// eagerly and checked; then captured, where the group must be one kernel node, and
+/// launched and checked.
+int runGroup(const RankCtx& r);
+
+/// A loop of 64 MiB float all-reduces; after 3 complete, one byte goes to statusFd. Rank
+/// 1 loops until the parent kills it. Rank 0 must see ncclCommGetAsyncError report an
+/// error within 30 s of its call getting stuck, and ncclCommAbort must then return.
+int runKilled(const RankCtx& r, int statusFd);
+
+}  // namespace braid_gpu
+
+#endif  // BRAID_TESTS_GPU_SCENARIOS_H_
