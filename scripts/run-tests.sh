@@ -28,10 +28,12 @@ build() {  # build <dir> <"target ..."|all> <cmake args...>
   # shellcheck disable=SC2086  # a list of targets
   cmake --build "$dir" -j "$jobs" --target $targets
 }
-# The multi-rank suites run again under the sanitizers: the library's, and the training
-# layer's (ranks as threads and processes, with host streams).
+# The multi-rank suites run again under the sanitizers: the library's, the training
+# layer's (ranks as threads and processes, with host streams), and the CUDA executor's
+# interpreter under host emulation (blocks as threads). Sanitizer builds are host-only.
 sanitized="braid_multirank_test braid_training_core_test braid_training_dist_test
-  braid_training_launch_probe braid_training_parallel_test braid-train braidrun"
+  braid_training_launch_probe braid_training_parallel_test braid-train braidrun
+  braid_device_emu_test"
 
 echo "== build (RelWithDebInfo) =="
 build build all

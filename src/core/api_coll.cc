@@ -93,13 +93,22 @@ ncclResult_t classifyMemory(OpRecord* op, bool needSend, bool needRecv) {
     }
     return ncclSuccess;
   }
-  const int dev = hasSend && sk == MemKind::kDevice ? sendDev : recvDev;
-  if (dev != c->cudaDev)
+  for (int i = 0; i < 2; ++i) {
+    const bool isSend = i == 0;
+    if (!(isSend ? hasSend : hasRecv)) continue;
+    const int dev = isSend ? sendDev : recvDev;
+    if (dev != c->cudaDev)
+      return setError(ncclInvalidArgument, c,
+                      "%s: %s %p is on GPU %d but the communicator uses GPU %d (%s)", op->call,
+                      isSend ? "sendbuff" : "recvbuff", isSend ? op->sendbuff : op->recvbuff,
+                      dev, c->cudaDev, c->who().c_str());
+  }
+  const int streamDev = op->stream ? cudart::streamDevice(op->stream) : -1;
+  if (streamDev >= 0 && streamDev != c->cudaDev)
     return setError(ncclInvalidArgument, c,
-                    "%s: %s %p is on GPU %d but the communicator uses GPU %d (%s)", op->call,
-                    hasSend && sk == MemKind::kDevice ? "sendbuff" : "recvbuff",
-                    hasSend && sk == MemKind::kDevice ? op->sendbuff : op->recvbuff, dev,
-                    c->cudaDev, c->who().c_str());
+                    "%s: stream %p belongs to GPU %d but the communicator uses GPU %d (%s)",
+                    op->call, static_cast<void*>(op->stream), streamDev, c->cudaDev,
+                    c->who().c_str());
   if (HostStream::lookup(op->stream) != nullptr)
     return setError(ncclInvalidArgument, c,
                     "%s: device buffers cannot be queued on a Braid host stream (%p); pass a "

@@ -22,13 +22,15 @@ void Comm::releaseResources() {
   if (initThread.joinable()) initThread.join();
   // Device work first: finished (destroy) or stopped (abort) before its connections,
   // images and control words go.
-  if (device) {
+  if (device || !devSends.empty() || !devRecvs.empty()) {
+    const int saved = cudart::currentDevice();  // the caller's, restored below
     (void)cudart::setDevice(cudaDev);
-    device->shutdown(abortFlag.load() || asyncError.load() != ncclSuccess);
+    if (device) device->shutdown(abortFlag.load() || asyncError.load() != ncclSuccess);
+    devSends.clear();
+    devRecvs.clear();
+    device.reset();
+    if (saved >= 0) (void)cudart::setDevice(saved);
   }
-  devSends.clear();
-  devRecvs.clear();
-  device.reset();
   // Connections go first (they may reference proxy state), then the bootstrap.
   sends.clear();
   recvs.clear();

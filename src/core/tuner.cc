@@ -13,6 +13,7 @@
 #include "src/core/comm.h"
 #include "src/core/error.h"
 #include "src/config/log.h"
+#include "src/device/dev_launch.h"
 
 namespace braid {
 namespace {
@@ -214,8 +215,13 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const 
     // ops use up to BRAID_DEVICE_NCHANNELS (one per 128 KiB of the message).
     const uint64_t perChannel = 128 << 10;
     const uint64_t want = std::max<uint64_t>(1, messageBytes(args) / perChannel);
-    in.minChannels = in.maxChannels =
-        int(std::min<uint64_t>(want, uint64_t(std::max(1, comm->settings.deviceChannels))));
+    uint64_t cap = uint64_t(std::max(1, comm->settings.deviceChannels));
+    // A group's send/recv ops run side by side, one block range per peer and direction:
+    // keep a full exchange with every rank within one launch's blocks. (A function of
+    // nranks only: both ends of a connection must choose the same channels.)
+    if (args.coll == Coll::kSendRecv)
+      cap = std::min<uint64_t>(cap, std::max(1, DevLaunch::kMaxBlocks / (2 * args.nranks)));
+    in.minChannels = in.maxChannels = int(std::min<uint64_t>(want, cap));
   }
   std::vector<TuneChoice> choices = rankChoices(in);
   const size_t allowed = choices.size();

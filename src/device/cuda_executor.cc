@@ -11,6 +11,7 @@
 #include "src/device/cuda_rt.h"
 #include "src/device/dev_kernel.h"
 #include "src/device/device_comm.h"
+#include "src/device/launch_plan.h"
 #include "src/exec/batch.h"
 #include "src/exec/connect.h"
 #include "src/reduce/reducer.h"
@@ -46,18 +47,6 @@ struct DevOp {
   size_t scratchBytes = 0;
 };
 
-/// Launch key: kernels are per (datatype, reduction family); copy-only ops share one.
-struct KernelKey {
-  ncclDataType_t type = ncclUint8;
-  DevRed red = DevRed::kNone;
-  bool operator==(const KernelKey& o) const { return type == o.type && red == o.red; }
-};
-
-KernelKey keyOf(const DevOp& d) {
-  if (d.red == DevRed::kNone) return KernelKey{ncclUint8, DevRed::kNone};
-  return KernelKey{d.op->type, d.red};
-}
-
 DevWork workOf(const DevOp& d, uint16_t firstBlock, bool newStage) {
   const OpRecord& op = *d.op;
   DevWork w;
@@ -82,102 +71,30 @@ DevWork workOf(const DevOp& d, uint16_t firstBlock, bool newStage) {
   return w;
 }
 
-/// Builds and enqueues one communicator's launches.
-class LaunchBuilder {
- public:
-  explicit LaunchBuilder(Comm* c) : c_(c) {}
-
-  /// Adds a stage: one collective, or a run of send/recv ops side by side.
-  ncclResult_t addStage(const DevOp* ops, size_t n) {
-    // Block ranges: a collective uses [0, nPrograms); send/recv ops get one range per
-    // (peer, direction) lane, as wide as its widest op, so a lane's ops run in order
-    // on the same blocks (and connections).
-    struct Lane {
-      int peer;
-      bool isSend;
-      uint32_t first, width;
-    };
-    std::vector<Lane> lanes;
-    uint32_t blocks = 0;
-    std::vector<uint32_t> firstOf(n);
-    if (ops[0].op->coll == Coll::kSendRecv) {
-      for (size_t i = 0; i < n; ++i) {
-        const OpRecord& op = *ops[i].op;
-        auto it = std::find_if(lanes.begin(), lanes.end(), [&](const Lane& l) {
-          return l.peer == op.root && l.isSend == op.isSend;
-        });
-        if (it == lanes.end()) {
-          lanes.push_back(Lane{op.root, op.isSend, 0, 0});
-          it = lanes.end() - 1;
-        }
-        it->width = std::max(it->width, ops[i].imageHost->nPrograms);
-      }
-      for (Lane& l : lanes) {
-        l.first = blocks;
-        blocks += l.width;
-      }
-      for (size_t i = 0; i < n; ++i)
-        for (const Lane& l : lanes)
-          if (l.peer == ops[i].op->root && l.isSend == ops[i].op->isSend) firstOf[i] = l.first;
-    } else {
-      blocks = ops[0].imageHost->nPrograms;
-    }
-    if (n > size_t(DevLaunch::kMaxWorks) || blocks > uint32_t(DevLaunch::kMaxBlocks))
-      return setError(ncclInvalidUsage, c_,
-                      "%s: a group of %zu send/recv ops on device buffers needs %u CUDA "
-                      "blocks; one launch takes at most %d ops and %d blocks (split the "
-                      "group)", c_->who().c_str(), n, blocks, DevLaunch::kMaxWorks,
-                      DevLaunch::kMaxBlocks);
-    const KernelKey key = keyOf(ops[0]);
-    if (launch_.nWorks > 0 &&
-        (!(key == key_) || launch_.nWorks + n > size_t(DevLaunch::kMaxWorks)))
-      BRAID_CHECK(flush());
-    key_ = key;
-    for (size_t i = 0; i < n; ++i) {
-      launch_.works[launch_.nWorks] = workOf(ops[i], uint16_t(firstOf[i]), i == 0);
-      scratchOf_[launch_.nWorks] = ops[i].scratchBytes;
-      ++launch_.nWorks;
-      if (std::find(streams_.begin(), streams_.end(), ops[i].op->stream) == streams_.end())
-        streams_.push_back(ops[i].op->stream);
-    }
-    launch_.nBlocks = std::max(launch_.nBlocks, blocks);
-    return ncclSuccess;
+/// Enqueues one planned launch of `ops` (the communicator's, in issue order).
+ncclResult_t launch(Comm* c, const std::vector<DevOp>& ops, const LaunchSpec& spec) {
+  DeviceComm& d = *c->device;
+  char* scratch = nullptr;
+  BRAID_CHECK(d.scratch(spec.scratchBytes, &scratch));
+  DevLaunch l;
+  for (size_t k = 0; k < spec.count; ++k) {
+    const DevOp& op = ops[spec.first + k];
+    l.works[k] = workOf(op, spec.firstBlock[k], spec.newStage[k] != 0);
+    l.works[k].scratch = op.scratchBytes ? scratch + spec.scratchOffset[k] : nullptr;
   }
-
-  /// Enqueues the launch built so far.
-  ncclResult_t flush() {
-    if (launch_.nWorks == 0) return ncclSuccess;
-    DeviceComm& d = *c_->device;
-    // Each work's scratch: consecutive 256-byte aligned pieces of the comm's buffer.
-    size_t total = 0;
-    for (uint32_t i = 0; i < launch_.nWorks; ++i) total += (scratchOf_[i] + 255) & ~size_t(255);
-    char* base = nullptr;
-    BRAID_CHECK(d.scratch(total, &base));
-    for (uint32_t i = 0, off = 0; i < launch_.nWorks; ++i) {
-      launch_.works[i].scratch = scratchOf_[i] ? base + off : nullptr;
-      off += uint32_t((scratchOf_[i] + 255) & ~size_t(255));
-    }
-    launch_.control = d.controlDev();
-    launch_.barrier = d.barrier();
-    const cudaStream_t s = streams_.front();
-    std::vector<cudaStream_t> others(streams_.begin() + 1, streams_.end());
-    BRAID_CHECK(d.beforeLaunch(s, others));
-    BRAID_CHECK(launchDevKernel(launch_, key_.type, key_.red, s));
-    BRAID_CHECK(d.afterLaunch(s, others));
-    BRAID_INFO(kLogColl, "%s: launched %u works on %u blocks (stream %p)", c_->who().c_str(),
-               launch_.nWorks, launch_.nBlocks, static_cast<void*>(s));
-    launch_ = DevLaunch();
-    streams_.clear();
-    return ncclSuccess;
-  }
-
- private:
-  Comm* c_;
-  DevLaunch launch_;
-  KernelKey key_;
-  size_t scratchOf_[DevLaunch::kMaxWorks] = {};
-  std::vector<cudaStream_t> streams_;
-};
+  l.nWorks = uint32_t(spec.count);
+  l.nBlocks = spec.nBlocks;
+  l.control = d.controlDev();
+  l.barrier = d.barrier();
+  const cudaStream_t s = spec.streams.front();
+  const std::vector<cudaStream_t> others(spec.streams.begin() + 1, spec.streams.end());
+  BRAID_CHECK(d.beforeLaunch(s, others));
+  BRAID_CHECK(launchDevKernel(l, spec.type, spec.red, s));
+  BRAID_CHECK(d.afterLaunch(s, others));
+  BRAID_INFO(kLogColl, "%s: launched %u works on %u blocks (stream %p)", c->who().c_str(),
+             l.nWorks, l.nBlocks, static_cast<void*>(s));
+  return ncclSuccess;
+}
 
 ncclResult_t deviceState(Comm* c) {
   if (c->cudaDev < 0)
@@ -192,8 +109,23 @@ ncclResult_t deviceState(Comm* c) {
   return ncclSuccess;
 }
 
-ncclResult_t prepare(const std::vector<const OpRecord*>& ops, std::vector<DevOp>* out) {
-  Connector connector(true);
+LaunchItem itemOf(const DevOp& d, uint32_t nPrograms) {
+  LaunchItem it;
+  it.coll = d.op->coll;
+  it.peer = d.op->root;
+  it.isSend = d.op->isSend;
+  it.nPrograms = nPrograms;
+  it.type = d.op->type;
+  it.red = d.red;
+  it.stream = d.op->stream;
+  it.scratchBytes = d.scratchBytes;
+  return it;
+}
+
+/// Plans every op, and checks that each communicator's ops fit launches; nothing is
+/// made yet, so a refusal here leaves the communicators usable.
+ncclResult_t planOps(const std::vector<const OpRecord*>& ops, std::vector<Comm*>& comms,
+                     std::vector<DevOp>* out) {
   for (const OpRecord* op : ops) {
     Comm* c = op->comm;
     BRAID_CHECK(deviceState(c));
@@ -202,14 +134,29 @@ ncclResult_t prepare(const std::vector<const OpRecord*>& ops, std::vector<DevOp>
     BRAID_CHECK(makePlan(c, planArgsFor(c, *op), &d.plan, true));
     d.red = devRedFor(op->op, reduces(op->coll));
     d.scratchBytes = size_t(d.plan->scratchElems) * dataTypeSize(op->type);
-    connector.note(c, *d.plan);
     out->push_back(std::move(d));
   }
+  for (Comm* c : comms) {
+    std::vector<LaunchItem> items;
+    for (const DevOp& d : *out)
+      if (d.op->comm == c) items.push_back(itemOf(d, uint32_t(d.plan->programs.size())));
+    std::vector<LaunchSpec> specs;
+    std::string why;
+    if (!planLaunches(items, &specs, &why))
+      return setError(ncclInvalidUsage, c, "%s: %s", c->who().c_str(), why.c_str());
+  }
+  return ncclSuccess;
+}
+
+/// Makes the device connections the plans need (all ranks together) and the images.
+ncclResult_t connectOps(std::vector<DevOp>& ops) {
+  Connector connector(true);
+  for (const DevOp& d : ops) connector.note(d.op->comm, *d.plan);
   {
     cudart::CaptureRelaxed relaxed;  // connection setup allocates and maps memory
     BRAID_CHECK(connector.connect());
   }
-  for (DevOp& d : *out) {
+  for (DevOp& d : ops) {
     BRAID_CHECK(cudart::setDevice(d.op->comm->cudaDev));
     BRAID_CHECK(d.op->comm->device->image(*d.plan, dataTypeSize(d.op->type), &d.image,
                                           &d.imageHost));
@@ -220,18 +167,19 @@ ncclResult_t prepare(const std::vector<const OpRecord*>& ops, std::vector<DevOp>
 ncclResult_t enqueue(Comm* c, const std::vector<DevOp>& all) {
   BRAID_CHECK(cudart::setDevice(c->cudaDev));
   std::vector<DevOp> mine;
-  for (const DevOp& d : all)
-    if (d.op->comm == c) mine.push_back(d);
-  LaunchBuilder lb(c);
-  for (size_t i = 0; i < mine.size();) {
-    size_t n = 1;
-    if (mine[i].op->coll == Coll::kSendRecv)
-      while (i + n < mine.size() && mine[i + n].op->coll == Coll::kSendRecv) ++n;
-    for (size_t k = 0; k < n; ++k) ++c->opCount;
-    BRAID_CHECK(lb.addStage(&mine[i], n));
-    i += n;
+  std::vector<LaunchItem> items;
+  for (const DevOp& d : all) {
+    if (d.op->comm != c) continue;
+    mine.push_back(d);
+    items.push_back(itemOf(d, d.imageHost->nPrograms));
+    ++c->opCount;
   }
-  return lb.flush();
+  std::vector<LaunchSpec> specs;
+  std::string why;
+  if (!planLaunches(items, &specs, &why))
+    return setError(ncclInvalidUsage, c, "%s: %s", c->who().c_str(), why.c_str());
+  for (const LaunchSpec& spec : specs) BRAID_CHECK(launch(c, mine, spec));
+  return ncclSuccess;
 }
 
 }  // namespace
@@ -243,7 +191,8 @@ ncclResult_t executeDeviceOps(const std::vector<const OpRecord*>& ops) {
     if (std::find(comms.begin(), comms.end(), op->comm) == comms.end()) comms.push_back(op->comm);
   DeviceGuard guard;
   std::vector<DevOp> devOps;
-  ncclResult_t r = prepare(ops, &devOps);
+  BRAID_CHECK(planOps(ops, comms, &devOps));  // refused: nothing made, comms still usable
+  ncclResult_t r = connectOps(devOps);
   for (size_t i = 0; r == ncclSuccess && i < comms.size(); ++i) r = enqueue(comms[i], devOps);
   if (r != ncclSuccess)
     for (Comm* c : comms) c->fatal(r);

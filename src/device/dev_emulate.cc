@@ -24,6 +24,7 @@ class HostBlock {
   int nthreads() const { return 1; }
   void sync() {}
   PieceShared& sh() { return sh_; }
+  void* cacheMem() { return cache_; }
 
   template <class T>
   static T ld(const T* p) {
@@ -53,8 +54,8 @@ class HostBlock {
   static void fenceGpu() {}
   static uint32_t ldAcquireGpu(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
   static void stReleaseGpu(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-  static uint32_t arrive(uint32_t* p) { return __atomic_fetch_add(p, 1, __ATOMIC_ACQ_REL); }
-  static void reset(uint32_t* p) { __atomic_store_n(p, 0, __ATOMIC_RELAXED); }
+  static uint32_t arrive(uint32_t* p, uint32_t n) { return __atomic_fetch_add(p, n, __ATOMIC_ACQ_REL); }
+  static void reset(uint32_t* p) { __atomic_store_n(p, 0, __ATOMIC_RELEASE); }
   /// Many emulated blocks share few cores: spin briefly, then let the others run.
   static void pause(uint32_t polls) {
     if (polls > 16) std::this_thread::yield();
@@ -62,6 +63,7 @@ class HostBlock {
 
  private:
   PieceShared sh_{};
+  alignas(16) unsigned char cache_[devinterp::kConnCacheBytes];
 };
 
 template <int T, DevRed R>

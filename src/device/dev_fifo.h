@@ -97,7 +97,7 @@ struct DevReceiver {
   /// done: every thread's reads of it must be complete (the caller synchronises first).
   BRAID_HD_INLINE void release(uint64_t bytes) {
     offset += bytes;
-    if (offset < cur && offset > 64) return;  // MUTATED
+    if (offset < cur) return;
     offset = 0;
     ++head;
     Block::stRelease(conn->head, head);

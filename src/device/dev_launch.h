@@ -51,7 +51,9 @@ struct DevControl {
 };
 
 struct DevLaunch {
-  static constexpr int kMaxWorks = 16;
+  /// Works per launch: DevLaunch is a kernel parameter (64 bytes per work; CUDA 12.1+
+  /// takes up to 32 KiB of parameters on Volta and later).
+  static constexpr int kMaxWorks = 96;
   static constexpr int kMaxBlocks = 64;
   DevWork works[kMaxWorks];
   uint32_t nWorks = 0;

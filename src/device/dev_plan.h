@@ -41,6 +41,7 @@ struct DevConnRef {
   int32_t peer = -1;
   uint16_t channel = 0;
   uint8_t isSend = 0;
+  uint8_t pad = 0;  ///< explicit, so the bytes of a DevConnRef are all defined (cache keys)
 };
 
 /// The compiled plan (host-side form).

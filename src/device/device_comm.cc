@@ -139,9 +139,9 @@ ncclResult_t DeviceComm::scratch(size_t bytes, char** out) {
 }
 
 ncclResult_t DeviceComm::beforeLaunch(cudaStream_t s, const std::vector<cudaStream_t>& others) {
-  const bool capturing = cudart::streamCapturing(s);
-  if (launched_ && lastStream_ != s && !capturing && !cudart::streamCapturing(lastStream_))
-    BRAID_CHECK(cudart::streamWaitEvent(s, lastEvent_));
+  // After the comm's previous launch, whatever stream it was on (a wait on the same
+  // stream costs nothing; the previous stream may be gone, its event stays valid).
+  if (launched_ && !cudart::streamCapturing(s)) BRAID_CHECK(cudart::streamWaitEvent(s, lastEvent_));
   while (events_.size() < others.size()) {
     void* e = nullptr;
     BRAID_CHECK(cudart::eventCreate(&e));
@@ -162,7 +162,6 @@ ncclResult_t DeviceComm::afterLaunch(cudaStream_t s, const std::vector<cudaStrea
   }
   if (!cudart::streamCapturing(s)) {
     BRAID_CHECK(cudart::eventRecord(lastEvent_, s));
-    lastStream_ = s;
     launched_ = true;
   }
   return ncclSuccess;
@@ -187,24 +186,38 @@ void DeviceComm::closeConnections(uint32_t why) {
 
 bool DeviceComm::drain(int timeoutMs) {
   if (!launched_) return true;
-  const int64_t end = nowMs() + (timeoutMs > 0 ? timeoutMs : 1000);
+  const DevControl* ctl = static_cast<const DevControl*>(controlHost_);
+  uint64_t progress = loadHost(&ctl->progress);
+  int64_t lastMove = nowMs();
   for (;;) {
-    int q = cudart::eventQuery(lastEvent_);
+    const int q = cudart::eventQuery(lastEvent_);
     if (q != 0) return q == 1;
-    if (nowMs() >= end) return false;
+    const uint64_t p = loadHost(&ctl->progress);
+    const int64_t now = nowMs();
+    if (p != progress) {
+      progress = p;
+      lastMove = now;
+    }
+    // Give up after timeoutMs without progress (0: never, unless the watchdog failed
+    // the communicator: its kernels are then on their way out anyway).
+    if (timeoutMs > 0 && now - lastMove >= timeoutMs) return false;
+    if (timeoutMs <= 0 && comm_->asyncError.load() != ncclSuccess && now - lastMove >= 10000)
+      return false;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }
 
 void DeviceComm::shutdown(bool abort) {
+  // The watchdog keeps watching while a destroy waits for the launches: a peer that
+  // dies meanwhile fails the communicator and stops the kernels.
+  bool drained = !controlHost_ || (!abort && drain(comm_->settings.timeoutMs));
   {
     std::lock_guard<std::mutex> lock(wdMu_);
     wdStop_ = true;
   }
   wdCv_.notify_all();
   if (watchdog_.joinable()) watchdog_.join();
-  if (!controlHost_) return;
-  if (!abort && drain(comm_->settings.timeoutMs)) return;
+  if (drained || !controlHost_) return;
   abortKernels();
   if (!drain(10000))
     BRAID_WARN("%s: device work still running 10 s after it was told to stop",
@@ -245,7 +258,7 @@ void DeviceComm::watchdogLoop() {
       lastProgress = progress;
       stallStart = lastCheck = now;
     }
-    if (loadHost(&ctl->error) != 0 && !comm_->abortFlag.load())
+    if (loadHost(&ctl->error) != 0 && !comm_->abortFlag.load() && !comm_->revoked.load())
       failed = failComm(ncclRemoteError, "a GPU kernel found a connection closed by a peer "
                                          "(the peer failed or aborted)");
     else if (busy && now - lastCheck >= comm_->settings.peerCheckMs) {

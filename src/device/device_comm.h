@@ -60,10 +60,11 @@ class DeviceComm {
   void abortKernels();
   /// Marks every device connection closed (peers' kernels give up too).
   void closeConnections(uint32_t why);
-  /// Waits until the launches enqueued so far have finished; false after timeoutMs.
+  /// Waits until the launches enqueued so far have finished; false after timeoutMs
+  /// without progress (0: no limit while the communicator is healthy).
   bool drain(int timeoutMs);
-  /// Stops the watchdog, then (abort: at once; else after a drain bounded by the comm's
-  /// timeout) stops the kernels, so the connections and images may be freed.
+  /// Waits for the launches (destroy; the watchdog still watching) or stops them at
+  /// once (abort), then stops the watchdog, so connections and images may be freed.
   void shutdown(bool abort);
 
  private:
@@ -88,7 +89,6 @@ class DeviceComm {
   std::vector<void*> scratch_;        ///< the last is the current one
   size_t scratchBytes_ = 0;
   void* lastEvent_ = nullptr;         ///< recorded after each launch
-  cudaStream_t lastStream_ = nullptr;
   bool launched_ = false;
   std::vector<void*> events_;         ///< for joining a group's other streams
 

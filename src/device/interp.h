@@ -25,6 +25,7 @@
 // the host emulation) supplies, besides dev_fifo.h's counter operations:
 //   int tid() const; int nthreads() const; void sync();   // the block's threads
 //   PieceShared& sh();                                     // block-shared scratch
+//   void* cacheMem();                                      // kConnCacheBytes, 16-aligned, shared
 //   static T ld<T>(const T*); static void st<T>(T*, T);   // data (T: 1/2/4/8 bytes)
 //   static Vec16 ld16(const void*); static void st16(void*, Vec16);
 //   static void stFlag(uint32_t*, uint32_t);              // DevControl::error
@@ -32,17 +33,25 @@
 //   static void pause(uint32_t polls);                    // between polls
 //   static void fenceGpu();                               // before a barrier arrival
 //   static uint32_t ldAcquireGpu(const uint32_t*); static void stReleaseGpu(uint32_t*, uint32_t);
-//   static uint32_t arrive(uint32_t*);                    // atomic +1 (acq_rel), returns the old value
-//   static void reset(uint32_t*);                         // atomic store of 0
+//   static uint32_t arrive(uint32_t*, uint32_t n);        // atomic +n (acq_rel), returns the old value
+//   static void reset(uint32_t*);                         // release store of 0
 //   static constexpr int kUnroll; static constexpr uint32_t kCheckEvery;
 #pragma once
 #include <cstdint>
+#include <new>
 #include <type_traits>
 
 #include "src/device/dev_fifo.h"
 #include "src/device/dev_launch.h"
 #include "src/device/hd.h"
 #include "src/device/reduce_ops.h"
+
+/// Full unrolling of the short constant loops over a thread's vectors (device only).
+#if BRAID_DEVICE_PASS
+#define BRAID_UNROLL _Pragma("unroll")
+#else
+#define BRAID_UNROLL
+#endif
 
 namespace braid {
 namespace devinterp {
@@ -51,6 +60,10 @@ namespace devinterp {
 struct alignas(16) Vec16 {
   uint32_t w[4];
 };
+
+/// Bytes of block-shared memory the Block policy provides at cacheMem() (thread 0's
+/// FIFO states, a ConnCache).
+constexpr size_t kConnCacheBytes = 768;
 
 /// What thread 0 hands the block for one piece.
 struct PieceShared {
@@ -110,7 +123,9 @@ BRAID_HD void copyWords(Block& b, char* d1, char* d2, const char* src, uint64_t 
   uint64_t i = uint64_t(b.tid());
   for (; i + (U - 1) * step < nw; i += U * step) {
     T v[U];
+    BRAID_UNROLL
     for (int u = 0; u < U; ++u) v[u] = Wd::ld(s + (i + u * step) * W);
+    BRAID_UNROLL
     for (int u = 0; u < U; ++u) {
       Wd::st(o1 + (i + u * step) * W, v[u]);
       if (o2) Wd::st(o2 + (i + u * step) * W, v[u]);
@@ -169,10 +184,14 @@ BRAID_HD void computeElems(Block& b, const devred::DevOp<Tr, R>& op, char* d1, c
   uint64_t i = uint64_t(t);
   for (; i + (U - 1) * step < nv; i += U * step) {
     Pack a[U], c[U];
+    BRAID_UNROLL
     for (int u = 0; u < U; ++u) a[u].v = Block::ld16(in + head + (i + u * step) * 16);
     if (reduce)
+      BRAID_UNROLL
       for (int u = 0; u < U; ++u) c[u].v = Block::ld16(local + head + (i + u * step) * 16);
+    BRAID_UNROLL
     for (int u = 0; u < U; ++u) {
+      BRAID_UNROLL
       for (int k = 0; k < E; ++k) a[u].e[k] = reduce ? op.reduce(a[u].e[k], c[u].e[k]) : op.copy(a[u].e[k]);
       const uint64_t off = head + (i + u * step) * 16;
       if (d1) Block::st16(d1 + off, a[u].v);
@@ -184,6 +203,7 @@ BRAID_HD void computeElems(Block& b, const devred::DevOp<Tr, R>& op, char* d1, c
     Pack a, c;
     a.v = Block::ld16(in + off);
     if (reduce) c.v = Block::ld16(local + off);
+    BRAID_UNROLL
     for (int k = 0; k < E; ++k) a.e[k] = reduce ? op.reduce(a.e[k], c.e[k]) : op.copy(a.e[k]);
     if (d1) Block::st16(d1 + off, a.v);
     if (d2) Block::st16(d2 + off, a.v);
@@ -260,18 +280,29 @@ class Interp {
 
   BRAID_HD Interp(Block& b, const DevLaunch& l) : b_(b), l_(l), ctl_(l.control) {}
 
-  /// Runs block `block` of the launch: program `block` of every work, a grid barrier
-  /// between works. Returns false if it gave up.
+  /// Runs block `block` of the launch: for every work whose block range holds it, its
+  /// program (block - firstBlock); a grid barrier before each work that starts a stage
+  /// (DevWork::newStage). Returns false if it gave up.
   BRAID_HD bool run(uint32_t block) {
-    if (block == 0 && b_.tid() == 0) Block::bump(&ctl_->started);
+    if (b_.tid() == 0) {
+      if (block == 0) Block::bump(&ctl_->started);
+      gen_ = Block::ldAcquireGpu(l_.barrier + 1);  // before this block's first arrival
+    }
+    stages_ = 1;
+    for (uint32_t w = 1; w < l_.nWorks; ++w) stages_ += l_.works[w].newStage ? 1u : 0u;
     bool ok = true;
     for (uint32_t w = 0; w < l_.nWorks && ok; ++w) {
       const DevWork& work = l_.works[w];
-      if (block < work.plan->nPrograms) ok = runProgram(work, work.plan->programs[block]);
+      if (w > 0 && work.newStage) {
+        ok = gridBarrier();
+        if (!ok) break;
+      }
+      // The work's programs run on blocks [firstBlock, firstBlock + nPrograms).
+      if (block >= work.firstBlock && block - work.firstBlock < work.plan->nPrograms)
+        ok = runProgram(work, work.plan->programs[block - work.firstBlock]);
       b_.sync();
-      if (ok && w + 1 < l_.nWorks) ok = gridBarrier();
     }
-    if (b_.tid() == 0) finishArrive();
+    if (b_.tid() == 0) finish();
     return ok;
   }
 
@@ -295,40 +326,40 @@ class Interp {
     return false;
   }
 
-  /// All blocks of the launch meet (a generation barrier in DevLaunch::barrier:
-  /// word 0 counts arrivals, word 1 is the generation).
+  // The grid barrier (DevLaunch::barrier): word 0 counts the arrivals of this launch,
+  // word 1 counts launches. Every block arrives exactly stages_ times: once per barrier
+  // and once at its end (a block that gives up adds its missing arrivals at once), so
+  // barrier e (1-based) is passed when word 0 reaches e * nBlocks, and the block whose
+  // arrival makes it stages_ * nBlocks is the last: it bumps word 1 and zeroes word 0
+  // for the next launch (no block of this launch reads them any more). The words stay
+  // consistent when blocks give up, so the next launch (a graph replay) starts clean.
+
+  /// All blocks of the launch meet. False (every thread) if the launch must stop.
   BRAID_HD bool gridBarrier() {
     bool ok = true;
     if (b_.tid() == 0) {
-      uint32_t* count = l_.barrier;
-      uint32_t* gen = l_.barrier + 1;
+      const uint32_t* count = l_.barrier;
       Block::fenceGpu();  // this block's writes before the arrival
-      const uint32_t g = Block::ldAcquireGpu(gen);
-      if (Block::arrive(count) == l_.nBlocks - 1) {
-        Block::reset(count);  // ordered before the release below; nobody arrives before it
-        Block::stReleaseGpu(gen, g + 1);
-      } else {
-        for (uint32_t i = 1; Block::ldAcquireGpu(gen) == g; ++i) {
-          if (i % Block::kCheckEvery == 0 && mustStop()) {
-            ok = giveUp();
-            break;
-          }
-          Block::pause(i);
-        }
+      Block::arrive(l_.barrier, 1);
+      const uint32_t target = ++arrivals_ * l_.nBlocks;
+      for (uint32_t i = 1; Block::ldAcquireGpu(count) < target; ++i) {
+        if (i % Block::kCheckEvery == 0 && mustStop()) break;
+        Block::pause(i);
       }
+      // Another block may have given up (and arrived for all its barriers at once).
+      if (mustStop()) ok = giveUp();
     }
     return !shareFlag(!ok);
   }
-  /// Thread 0 at the end of the launch: the last block to arrive counts the launch
-  /// finished. (After a block gave up the words are undefined: reset them.)
-  BRAID_HD void finishArrive() {
-    uint32_t* count = l_.barrier;
-    uint32_t* gen = l_.barrier + 1;
+  /// Thread 0 at the end of the launch: the remaining arrivals; the last block counts
+  /// the launch finished.
+  BRAID_HD void finish() {
+    const uint32_t add = stages_ - arrivals_;
+    const uint32_t total = stages_ * l_.nBlocks;
     Block::fenceGpu();
-    const uint32_t g = Block::ldAcquireGpu(gen);
-    if (Block::arrive(count) == l_.nBlocks - 1) {
-      Block::reset(count);
-      Block::stReleaseGpu(gen, g + 1);
+    if (Block::arrive(l_.barrier, add) + add == total) {
+      Block::stReleaseGpu(l_.barrier + 1, gen_ + 1);
+      Block::reset(l_.barrier);
       Block::bump(&ctl_->finished);
     }
   }
@@ -342,7 +373,10 @@ class Interp {
 
   BRAID_HD bool runProgram(const DevWork& w, const DevProgram& prog) {
     const DevPlanImage* img = w.plan;
-    ConnCache<Block> cache;
+    // Thread 0's FIFO states live in block-shared memory (not in every thread's stack).
+    static_assert(sizeof(ConnCache<Block>) <= kConnCacheBytes, "grow kConnCacheBytes");
+    if (b_.tid() == 0) new (b_.cacheMem()) ConnCache<Block>();
+    ConnCache<Block>& cache = *static_cast<ConnCache<Block>*>(b_.cacheMem());
     // The PreMulSum scalar, as one element.
     S scalar{};
     const bool hasPre = w.scalarMode != kDevScalarNone;
@@ -489,6 +523,9 @@ class Interp {
   Block& b_;
   const DevLaunch& l_;
   DevControl* ctl_;
+  uint32_t gen_ = 0;       ///< thread 0: DevLaunch::barrier[1] when the block started
+  uint32_t arrivals_ = 0;  ///< thread 0: arrivals at the grid barrier so far
+  uint32_t stages_ = 1;    ///< stages of the launch (works with newStage, the first too)
 };
 
 /// Runs block `block` of launch l with the block policy b (every thread of the block

@@ -424,6 +424,8 @@ ncclResult_t executeBatch(const Batch& batch) {
       else hostOnly.push_back(op);
     }
     r = executeDeviceOps(devOps);
+    if (r != ncclSuccess && !hostOnly.empty())
+      for (Comm* c : comms) c->fatal(r);  // the host ops are dropped: tell their peers
     if (r != ncclSuccess || hostOnly.empty()) return r;
     hostOps = &hostOnly;
   }

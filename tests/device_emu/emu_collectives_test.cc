@@ -114,6 +114,7 @@ TEST(EmuTypes, EveryTypeAndOpRingAllReduce) {
       c.chunkBytes = c.sliceBytes ? 128 : 512;
       c.mixedSlices = (t + o) % 2 == 0;
       check(c);
+      if (HasFailure()) return;
     }
   }
 }
@@ -133,6 +134,7 @@ TEST(EmuTypes, EveryTypeReduceScatterAndReduce) {
           c.root = 1;
           c.inPlace = t % 2 == 1;
           check(c);
+          if (HasFailure()) return;
         }
       }
     }

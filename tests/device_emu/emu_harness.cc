@@ -2,11 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <new>
 #include <thread>
 
 namespace braid {
 namespace emutest {
+namespace {
+
+/// Seconds after which runAll aborts launches that have not finished (a deadlock).
+constexpr int kHangSeconds = 30;
+
+}  // namespace
 
 AlignedBytes::AlignedBytes(size_t n)
     : p_(static_cast<char*>(::operator new(n ? n : 1, std::align_val_t(64)))), n_(n) {}
@@ -79,7 +87,10 @@ bool EmuLaunch::build(Fabric* fabric, int rank, size_t typeSize, const std::vect
     dw.scalarPtr = ew.scalarPtr;
     dw.nranks = uint32_t(ew.nranks);
     dw.avg = ew.avg ? 1 : 0;
-    if (img->nPrograms > launch_.nBlocks) launch_.nBlocks = img->nPrograms;
+    dw.firstBlock = ew.firstBlock;
+    dw.newStage = ew.newStage ? 1 : 0;
+    if (ew.firstBlock + img->nPrograms > launch_.nBlocks)
+      launch_.nBlocks = ew.firstBlock + img->nPrograms;
   }
   return true;
 }
@@ -87,11 +98,29 @@ bool EmuLaunch::build(Fabric* fabric, int rank, size_t typeSize, const std::vect
 std::vector<bool> runAll(std::vector<EmuLaunch*> launches, ncclDataType_t type, DevRed red) {
   std::vector<std::vector<char>> ok(launches.size());
   std::vector<std::thread> threads;
+  std::atomic<size_t> running{0};
   for (size_t r = 0; r < launches.size(); ++r) {
     const DevLaunch& l = launches[r]->launch();
     ok[r].assign(l.nBlocks, 0);
-    for (uint32_t b = 0; b < l.nBlocks; ++b)
-      threads.emplace_back([&, r, b] { ok[r][b] = emulateDevBlock(launches[r]->launch(), b, type, red); });
+    for (uint32_t b = 0; b < l.nBlocks; ++b) {
+      ++running;
+      threads.emplace_back([&, r, b] {
+        ok[r][b] = emulateDevBlock(launches[r]->launch(), b, type, red);
+        --running;
+      });
+    }
+  }
+  // A hang is a failure, not a stuck test: abort every launch after a while (the
+  // blocks then give up, as they would on the GPU).
+  const auto t0 = std::chrono::steady_clock::now();
+  while (running.load() != 0) {
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(kHangSeconds)) {
+      ADD_FAILURE() << "the emulated launches did not finish in " << kHangSeconds
+                    << " s: aborting them";
+      for (EmuLaunch* l : launches) __atomic_store_n(&l->control().abort, 1u, __ATOMIC_RELEASE);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   for (auto& t : threads) t.join();
   std::vector<bool> res(launches.size(), true);

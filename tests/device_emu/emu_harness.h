@@ -74,6 +74,10 @@ struct EmuWork {
   int nranks = 1;
   /// Overrides the plan's sliceBytes on this side (UINT64_MAX: keep it).
   uint64_t sliceBytes = UINT64_MAX;
+  /// DevWork::firstBlock / newStage (works side by side in one stage, as the CUDA
+  /// executor places a group's send/recv ops).
+  uint16_t firstBlock = 0;
+  bool newStage = true;
 };
 
 /// One rank's launch: compiled plans, their images, the control words.

@@ -14,6 +14,7 @@
 
 #include "algorithms/registry.h"
 #include "algorithms/simulator.h"
+#include "src/device/launch_plan.h"
 #include "src/reduce/reducer.h"
 #include "tests/device_emu/emu_case.h"
 #include "tests/device_emu/emu_harness.h"
@@ -115,9 +116,9 @@ TEST(EmuLaunch, SeveralWorksGridBarrierAndReplay) {
       EXPECT_EQ(ctl.finished, uint64_t(replay + 1));
       EXPECT_GT(ctl.progress, 0u);
       EXPECT_EQ(ctl.error, 0u);
-      // Two barriers between works and the finishing arrival per launch.
+      // The arrival count is back to 0, the launch count went up.
       EXPECT_EQ(launches[r].barrier()[0], 0u);
-      EXPECT_EQ(launches[r].barrier()[1], uint32_t(3 * (replay + 1)));
+      EXPECT_EQ(launches[r].barrier()[1], uint32_t(replay + 1));
     }
     EXPECT_TRUE(fabric.drained());
   }
@@ -225,6 +226,10 @@ TEST(EmuGiveUp, AnotherBlocksErrorReleasesTheGridBarrier) {
   EXPECT_FALSE(ok[0]);
   EXPECT_FALSE(ok[1]);
   EXPECT_EQ(l.control().error, 1u);
+  // The barrier words are consistent again: one launch counted, no arrival pending.
+  EXPECT_EQ(l.barrier()[0], 0u);
+  EXPECT_EQ(l.barrier()[1], 1u);
+  EXPECT_EQ(l.control().finished, 1u);
 }
 
 // ---- the host at the other end ----------------------------------------------------------
@@ -431,6 +436,91 @@ TEST(EmuP2p, RingExchangeWithSelf) {
       EXPECT_TRUE(ok[r]);
       EXPECT_EQ(0, std::memcmp(recv[r].data(), send[(r + n - 1) % n].data(), count * 8)) << n << " " << r;
       EXPECT_EQ(0, std::memcmp(recv[r].data() + count, send[r].data() + count, count * 8)) << n << " " << r;
+    }
+  }
+}
+
+
+// A group's send/recv ops as the CUDA executor places them (planLaunches): one block
+// range per (peer, direction) lane, several ops per lane in order, then a collective
+// after a grid barrier. Every rank sends before it receives and each message is many
+// FIFOs long, so the lanes must run side by side (one after another would deadlock).
+TEST(EmuP2p, GroupedOpsRunSideBySideAsTheExecutorPlacesThem) {
+  for (int n : {2, 3}) {
+    constexpr uint64_t count = 777;  // doubles: ~6 KiB per message through 1 KiB FIFOs
+    const Algorithm* p2p = findAlgorithm(Coll::kSendRecv, "p2p");
+    const Algorithm* ring = findAlgorithm(Coll::kAllGather, "ring");
+    ASSERT_NE(p2p, nullptr);
+    ASSERT_NE(ring, nullptr);
+    // Per rank: send A, send B to the right; recv A, recv B from the left; all-gather.
+    std::vector<std::vector<Plan>> plans(n, std::vector<Plan>(5));
+    std::vector<std::vector<double>> send(n, std::vector<double>(2 * count)),
+        recv(n, std::vector<double>(2 * count)), gathered(n, std::vector<double>(count * n));
+    Fabric fabric(4, 256);
+    std::vector<EmuLaunch> ls(n);
+    std::vector<EmuLaunch*> ptrs;
+    for (int r = 0; r < n; ++r) {
+      fillValues(ncclFloat64, send[r].data(), 2 * count, 70 + r);
+      const int right = (r + 1) % n, left = (r + n - 1) % n;
+      const P2pOp ops[4] = {{true, right, Buf::kSend, 0, count},
+                            {true, right, Buf::kSend, 0, count},
+                            {false, left, Buf::kRecv, 0, count},
+                            {false, left, Buf::kRecv, 0, count}};
+      std::vector<LaunchItem> items;
+      for (int k = 0; k < 4; ++k) {
+        PlanArgs a;
+        a.coll = Coll::kSendRecv;
+        a.nranks = n;
+        a.rank = r;
+        a.typeSize = 8;
+        a.p2p.push_back(ops[k]);
+        ASSERT_TRUE(p2p->build(a, PlanParams{256, 1}, &plans[r][k]));
+        LaunchItem it;
+        it.coll = Coll::kSendRecv;
+        it.peer = ops[k].peer;
+        it.isSend = ops[k].isSend;
+        it.nPrograms = uint32_t(plans[r][k].programs.size());
+        items.push_back(it);
+      }
+      PlanArgs g;
+      g.coll = Coll::kAllGather;
+      g.nranks = n;
+      g.rank = r;
+      g.count = count;
+      g.typeSize = 8;
+      ASSERT_TRUE(ring->build(g, PlanParams{256, 1}, &plans[r][4]));
+      LaunchItem it;
+      it.coll = Coll::kAllGather;
+      it.nPrograms = uint32_t(plans[r][4].programs.size());
+      items.push_back(it);
+      std::vector<LaunchSpec> specs;
+      std::string why;
+      ASSERT_TRUE(planLaunches(items, &specs, &why)) << why;
+      ASSERT_EQ(specs.size(), 1u);
+      std::vector<EmuWork> works(5);
+      for (int k = 0; k < 5; ++k) {
+        works[k].plan = &plans[r][k];
+        works[k].firstBlock = specs[0].firstBlock[size_t(k)];
+        works[k].newStage = specs[0].newStage[size_t(k)] != 0;
+      }
+      // The second op of each lane writes / reads the second half.
+      works[0].send = send[r].data();
+      works[1].send = send[r].data() + count;
+      works[2].recv = recv[r].data();
+      works[3].recv = recv[r].data() + count;
+      works[4].send = send[r].data();
+      works[4].recv = gathered[r].data();
+      ASSERT_TRUE(ls[r].build(&fabric, r, 8, works));
+      ptrs.push_back(&ls[r]);
+    }
+    const auto ok = runAll(ptrs, ncclFloat64, DevRed::kNone);
+    for (int r = 0; r < n; ++r) {
+      const int left = (r + n - 1) % n;
+      EXPECT_TRUE(ok[r]) << n << " ranks, rank " << r;
+      EXPECT_EQ(0, std::memcmp(recv[r].data(), send[left].data(), 2 * count * 8)) << n << " " << r;
+      for (int q = 0; q < n; ++q)
+        EXPECT_EQ(0, std::memcmp(gathered[r].data() + q * count, send[q].data(), count * 8))
+            << n << " ranks, rank " << r << ", block of rank " << q;
     }
   }
 }

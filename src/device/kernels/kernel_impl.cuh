@@ -43,13 +43,14 @@ class GpuBlock {
   static constexpr int kUnroll = 4;
   static constexpr uint32_t kCheckEvery = 4096;
 
-  BRAID_HD_INLINE explicit GpuBlock(PieceShared* sh) : sh_(sh) {}
+  BRAID_HD_INLINE GpuBlock(PieceShared* sh, void* cache) : sh_(sh), cache_(cache) {}
 
 #if BRAID_DEVICE_PASS
   __device__ __forceinline__ int tid() const { return int(threadIdx.x); }
   __device__ __forceinline__ int nthreads() const { return int(blockDim.x); }
   __device__ __forceinline__ void sync() { __syncthreads(); }
   __device__ __forceinline__ PieceShared& sh() { return *sh_; }
+  __device__ __forceinline__ void* cacheMem() { return cache_; }
 
   template <class T>
   __device__ __forceinline__ static T ld(const T* p) {
@@ -132,13 +133,13 @@ class GpuBlock {
   __device__ __forceinline__ static void stReleaseGpu(uint32_t* p, uint32_t v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
   }
-  __device__ __forceinline__ static uint32_t arrive(uint32_t* p) {
+  __device__ __forceinline__ static uint32_t arrive(uint32_t* p, uint32_t n) {
     uint32_t old;
-    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(n) : "memory");
     return old;
   }
   __device__ __forceinline__ static void reset(uint32_t* p) {
-    asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(p) : "memory");
+    asm volatile("st.release.gpu.global.u32 [%0], 0;" ::"l"(p) : "memory");
   }
   /// Long waits back off a little (fewer polls of host memory over PCIe).
   __device__ __forceinline__ static void pause(uint32_t polls) {
@@ -150,6 +151,7 @@ class GpuBlock {
   int nthreads() const;
   void sync();
   PieceShared& sh();
+  void* cacheMem();
   template <class T>
   static T ld(const T* p);
   template <class T>
@@ -166,20 +168,22 @@ class GpuBlock {
   static void fenceGpu();
   static uint32_t ldAcquireGpu(const uint32_t* p);
   static void stReleaseGpu(uint32_t* p, uint32_t v);
-  static uint32_t arrive(uint32_t* p);
+  static uint32_t arrive(uint32_t* p, uint32_t n);
   static void reset(uint32_t* p);
   static void pause(uint32_t polls);
 #endif
 
  private:
   PieceShared* sh_;
+  void* cache_;
 };
 
 /// Block b runs program b of every work of the launch (see DevLaunch).
 template <class Tr, DevRed R>
 __global__ void __launch_bounds__(kDevThreads) devKernel(DevLaunch l) {
   __shared__ PieceShared sh;
-  GpuBlock b(&sh);
+  __shared__ alignas(16) unsigned char cache[devinterp::kConnCacheBytes];
+  GpuBlock b(&sh, cache);
   devinterp::runDevBlock<Tr, R>(b, l, blockIdx.x);
 }
 
@@ -187,8 +191,12 @@ __global__ void __launch_bounds__(kDevThreads) devKernel(DevLaunch l) {
 template <class Tr, DevRed R>
 ncclResult_t launch(const DevLaunch& l, cudaStream_t s) {
   if (l.nBlocks == 0) return ncclSuccess;
-  devKernel<Tr, R><<<l.nBlocks, kDevThreads, 0, s>>>(l);
-  const cudaError_t e = cudaGetLastError();
+  // cudaLaunchKernel's own result: cudaGetLastError() would also report (and clear)
+  // an earlier error the application left on this thread.
+  DevLaunch arg = l;
+  void* args[] = {&arg};
+  const cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(&devKernel<Tr, R>),
+                                         dim3(l.nBlocks), dim3(kDevThreads), args, 0, s);
   if (e != cudaSuccess)
     return setError(ncclUnhandledCudaError, nullptr,
                     "launching the CUDA executor's kernel (%u blocks) failed: %s (%s)",
