@@ -137,9 +137,10 @@ ncclResult_t planOps(const std::vector<const OpRecord*>& ops, std::vector<Comm*>
     out->push_back(std::move(d));
   }
   for (Comm* c : comms) {
-    std::vector<LaunchItem> items;
+    std::vector<LaunchItem> group, items;
     for (const DevOp& d : *out)
-      if (d.op->comm == c) items.push_back(itemOf(d, uint32_t(d.plan->programs.size())));
+      if (d.op->comm == c) group.push_back(itemOf(d, uint32_t(d.plan->programs.size())));
+    for (size_t i : kernelOrder(group)) items.push_back(group[i]);
     std::vector<LaunchSpec> specs;
     std::string why;
     if (!planLaunches(items, &specs, &why))
@@ -166,13 +167,20 @@ ncclResult_t connectOps(std::vector<DevOp>& ops) {
 
 ncclResult_t enqueue(Comm* c, const std::vector<DevOp>& all) {
   BRAID_CHECK(cudart::setDevice(c->cudaDev));
-  std::vector<DevOp> mine;
-  std::vector<LaunchItem> items;
+  std::vector<DevOp> group;
+  std::vector<LaunchItem> groupItems;
   for (const DevOp& d : all) {
     if (d.op->comm != c) continue;
-    mine.push_back(d);
-    items.push_back(itemOf(d, d.imageHost->nPrograms));
+    group.push_back(d);
+    groupItems.push_back(itemOf(d, d.imageHost->nPrograms));
     ++c->opCount;
+  }
+  // One launch per kernel where the group allows (see kernelOrder).
+  std::vector<DevOp> mine;
+  std::vector<LaunchItem> items;
+  for (size_t i : kernelOrder(groupItems)) {
+    mine.push_back(group[i]);
+    items.push_back(groupItems[i]);
   }
   std::vector<LaunchSpec> specs;
   std::string why;

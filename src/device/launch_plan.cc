@@ -45,6 +45,23 @@ uint32_t placeStage(const std::vector<LaunchItem>& items, size_t first, size_t n
 
 }  // namespace
 
+std::vector<size_t> kernelOrder(const std::vector<LaunchItem>& items) {
+  std::vector<std::pair<ncclDataType_t, DevRed>> kernels;  // in order of first appearance
+  std::vector<size_t> rank(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto k = kernelOf(items[i]);
+    size_t j = 0;
+    while (j < kernels.size() && kernels[j] != k) ++j;
+    if (j == kernels.size()) kernels.push_back(k);
+    rank[i] = j;
+  }
+  std::vector<size_t> order(items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return rank[a] < rank[b]; });
+  return order;
+}
+
 bool planLaunches(const std::vector<LaunchItem>& items, std::vector<LaunchSpec>* out,
                   std::string* why) {
   out->clear();

@@ -44,6 +44,13 @@ struct LaunchSpec {
   std::vector<cudaStream_t> streams;     ///< distinct, the first op's first
 };
 
+/// The order in which to launch one group's ops: ops of one kernel together (a stable
+/// sort by kernel, in order of first appearance), so a group of mixed datatypes takes
+/// one launch per kernel. The ops of a group have no order among them (NCCL runs them
+/// concurrently), and every rank sorts its group alike, so the connections are used in
+/// the same order on both ends. Returns indices into `items`.
+std::vector<size_t> kernelOrder(const std::vector<LaunchItem>& items);
+
 /// Packs `items` (one communicator's ops in issue order) into launches. Fails with
 /// *why set if a stage alone does not fit a launch (too many send/recv lanes).
 bool planLaunches(const std::vector<LaunchItem>& items, std::vector<LaunchSpec>* out,

@@ -148,3 +148,19 @@ TEST(LaunchPlan, StreamsAreCollectedOnceFirstOpFirst) {
 }
 
 TEST(LaunchPlan, NothingToLaunch) { EXPECT_TRUE(plan({}).empty()); }
+
+TEST(LaunchPlan, AGroupIsOrderedOneKernelAfterAnother) {
+  // The mixed group of tests/gpu: float sum, int32 bcast, uint8 gather, double max, p2p.
+  std::vector<LaunchItem> items{coll(ncclFloat32, DevRed::kSum, 2), coll(ncclInt32, DevRed::kNone, 2),
+                                coll(ncclUint8, DevRed::kNone, 2), coll(ncclFloat64, DevRed::kMax, 2),
+                                p2p(true, 1), p2p(false, 2), coll(ncclFloat32, DevRed::kSum, 1)};
+  const std::vector<size_t> order = kernelOrder(items);
+  EXPECT_EQ(order, (std::vector<size_t>{0, 6, 1, 2, 4, 5, 3}));
+  std::vector<LaunchItem> sorted;
+  for (size_t i : order) sorted.push_back(items[i]);
+  auto specs = plan(sorted);
+  ASSERT_EQ(specs.size(), 3u) << "one launch per kernel";
+  EXPECT_EQ(specs[1].count, 4u);
+  EXPECT_EQ(specs[1].newStage, (std::vector<uint8_t>{1, 1, 1, 0}));
+  EXPECT_EQ(specs[1].firstBlock, (std::vector<uint16_t>{0, 0, 0, 1}));
+}

@@ -127,6 +127,12 @@ TEST(GpuGroup, ThreeThreadsOneLaunch) {
   EXPECT_TRUE(runWorkers(threadArgs("group", 3, {}), kScenarioTimeoutMs, &report)) << report;
 }
 
+TEST(GpuFault, AbortWithDeviceWorkInFlightAfterNonblockingInit) {
+  BRAID_GPU_REQUIRE_DEVICE();
+  std::string report;
+  EXPECT_TRUE(runWorkers(rankArgs("abort", 2, {}), kScenarioTimeoutMs, &report)) << report;
+}
+
 TEST(GpuFault, KilledRankIsReportedAndAbortReturns) {
   BRAID_GPU_REQUIRE_DEVICE();
   ncclUniqueId id;

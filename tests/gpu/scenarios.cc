@@ -255,7 +255,7 @@ int runGroup(const RankCtx& r) {
     return 1;
   }
   failed += check("eager group");
-  // Captured: the whole group must be one launch.
+  // Captured: the group must be one launch per kernel.
   if (!poisonAll()) return failed + cudaFail(r, "poisoning outputs", cudaGetLastError());
   cudaError_t e = cudaStreamBeginCapture(s, captureMode(r));
   if (e != cudaSuccess) return failed + cudaFail(r, "cudaStreamBeginCapture", e);
@@ -270,10 +270,12 @@ int runGroup(const RankCtx& r) {
   }
   std::printf("rank %d: captured group of 6 calls: %zu graph nodes, %zu kernels\n", r.rank, nodes,
               kernels);
-  if (kernels != 1) {
+  // One launch per kernel: float sum (all-reduce), double max (reduce-scatter), and the
+  // copy kernel (broadcast, all-gather, send/recv).
+  if (kernels != 3) {
     std::fprintf(stderr,
-                 "FAIL rank %d: the captured group has %zu kernel nodes, expected one "
-                 "launch\n",
+                 "FAIL rank %d: the captured group has %zu kernel nodes, expected 3 "
+                 "launches (one per kernel)\n",
                  r.rank, kernels);
     ++failed;
   }
@@ -367,6 +369,54 @@ int runKilled(const RankCtx& r, int statusFd) {
                "not killed, or its death went unnoticed\n",
                r.rank, kMaxSeconds, completed);
   return 1;
+}
+
+int runAbortInFlight(const RankCtx& r) {
+  Mem& m = *r.mem;
+  const size_t count = size_t(16) << 20;  // 64 MiB of floats
+  const cudaStream_t s = m.stream();
+  if (r.rank != 0) {
+    // Never joins: rank 0's kernel waits on us until it is told to stop.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    const ncclResult_t ab = ncclCommAbort(r.comm);
+    std::printf("rank %d: ncclCommAbort (idle) returned %s\n", r.rank, ncclGetErrorString(ab));
+    std::fflush(stdout);
+    _exit(ab == ncclSuccess ? 0 : 1);
+  }
+  float* send = static_cast<float*>(m.alloc(count * sizeof(float)));
+  float* recv = static_cast<float*>(m.alloc(count * sizeof(float)));
+  if (send == nullptr || recv == nullptr) {
+    std::fprintf(stderr, "FAIL rank %d: buffers: %s\n", r.rank, m.lastError().c_str());
+    return 1;
+  }
+  const ncclResult_t res = ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, r.comm, s);
+  if (res != ncclSuccess) {
+    std::fprintf(stderr, "FAIL rank 0: ncclAllReduce: %s\n", ncclGetLastError(r.comm));
+    return 1;
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (cudaStreamQuery(s) != cudaErrorNotReady) {
+    std::fprintf(stderr, "FAIL rank 0: the all-reduce finished without its peer\n");
+    return 1;
+  }
+  const Clock::time_point t0 = Clock::now();
+  const ncclResult_t ab = ncclCommAbort(r.comm);
+  const double abortS = secondsSince(t0);
+  std::printf("rank 0: ncclCommAbort with device work in flight returned %s after %.2f s\n",
+              ncclGetErrorString(ab), abortS);
+  const Clock::time_point t1 = Clock::now();
+  cudaError_t q = cudaErrorNotReady;
+  while (q == cudaErrorNotReady && secondsSince(t1) < 20) {
+    q = cudaStreamQuery(s);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::printf("rank 0: stream after abort: %s after %.2f s\n", cudaGetErrorString(q),
+              secondsSince(t1));
+  std::fflush(stdout);
+  const bool ok = ab == ncclSuccess && abortS < 20 && q != cudaErrorNotReady;
+  if (!ok) std::fprintf(stderr, "FAIL rank 0: abort with device work in flight\n");
+  std::fflush(stderr);
+  _exit(ok ? 0 : 1);  // the communicator is gone: no teardown left to do
 }
 
 }  // namespace braid_gpu

@@ -24,6 +24,12 @@ int runGroup(const RankCtx& r);
 /// error within 30 s of its call getting stuck, and ncclCommAbort must then return.
 int runKilled(const RankCtx& r, int statusFd);
 
+/// Device work in flight at ncclCommAbort (the communicator was made with nonblocking
+/// init): rank 0 starts a 64 MiB all-reduce that rank 1 never joins, then aborts; the
+/// abort must return and rank 0's stream must drain (the kernel gave up), each within
+/// 20 s. Rank 1 aborts its idle communicator. Runs with the worker's "abort" mode.
+int runAbortInFlight(const RankCtx& r);
+
 }  // namespace braid_gpu
 
 #endif  // BRAID_TESTS_GPU_SCENARIOS_H_

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -77,7 +78,22 @@ int runRank(const Args& a, int rank, int nranks, const ncclUniqueId& id) {
   r.mem = &mem;
   r.corrupt = a.num("corrupt", 0) != 0;
   r.threads = a.num("threads", 0) > 0;
-  const ncclResult_t init = ncclCommInitRank(&r.comm, nranks, id, rank);
+  const std::string mode = a.get("mode");
+  ncclResult_t init = ncclSuccess;
+  if (mode == "abort") {
+    // Nonblocking init: returns at once, then poll until the communicator is ready.
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    init = ncclCommInitRankConfig(&r.comm, nranks, id, rank, &cfg);
+    ncclResult_t state = ncclInProgress;
+    while ((init == ncclSuccess || init == ncclInProgress) && state == ncclInProgress) {
+      init = ncclCommGetAsyncError(r.comm, &state);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (init == ncclSuccess) init = state;
+  } else {
+    init = ncclCommInitRank(&r.comm, nranks, id, rank);
+  }
   if (init != ncclSuccess) {
     std::fprintf(stderr, "rank %d: ncclCommInitRank: %s: %s\n", rank, ncclGetErrorString(init),
                  ncclGetLastError(nullptr));
@@ -90,7 +106,6 @@ int runRank(const Args& a, int rank, int nranks, const ncclUniqueId& id) {
                  "device\n",
                  rank, dev);
   }
-  const std::string mode = a.get("mode");
   int failed = 0;
   if (mode == "matrix") {
     Coll coll;
@@ -114,6 +129,8 @@ int runRank(const Args& a, int rank, int nranks, const ncclUniqueId& id) {
     failed = runGraph(r);
   } else if (mode == "group") {
     failed = runGroup(r);
+  } else if (mode == "abort") {
+    failed = runAbortInFlight(r);
   } else if (mode == "killed") {
     failed = runKilled(r, a.num("statusfd", -1));
   } else {
