@@ -6,6 +6,7 @@
 
 #include "src/core/comm.h"
 #include "src/core/error.h"
+#include "src/device/device_comm.h"
 
 using namespace braid;
 
@@ -39,6 +40,11 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   Comm* c = asComm(comm);
   joinInit(c);
   waitIssued(c);
+  // Device work is stream-ordered: finalizing waits for the launches issued so far
+  // (the watchdog fails the communicator if a peer dies meanwhile).
+  if (c->device && !c->device->drain(c->settings.timeoutMs))
+    return setError(ncclSystemError, c, "ncclCommFinalize: %s: device work made no progress "
+                    "for %d ms (BRAID_TIMEOUT_MS)", c->who().c_str(), c->settings.timeoutMs);
   c->finalized = true;
   return ncclResult_t(c->asyncError.load() == ncclInProgress ? ncclSuccess : c->asyncError.load());
 }
