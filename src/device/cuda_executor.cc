@@ -134,6 +134,11 @@ ncclResult_t planOps(const std::vector<const OpRecord*>& ops, std::vector<Comm*>
     BRAID_CHECK(makePlan(c, planArgsFor(c, *op), &d.plan, true));
     d.red = devRedFor(op->op, reduces(op->coll));
     d.scratchBytes = size_t(d.plan->scratchElems) * dataTypeSize(op->type);
+    DevPlan compiled;
+    std::string why;
+    if (!DevPlan::compile(*d.plan, dataTypeSize(op->type), &compiled, &why))
+      return setError(ncclInvalidUsage, c, "%s: %s: plan %s cannot run on the GPU: %s",
+                      c->who().c_str(), op->call, d.plan->algorithm.c_str(), why.c_str());
     out->push_back(std::move(d));
   }
   for (Comm* c : comms) {

@@ -18,6 +18,7 @@
 
 #if BRAID_HAVE_CUDA
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <cudaTypedefs.h>
 #endif
 
@@ -90,7 +91,19 @@ const Availability& availability() {
     if (e != cudaSuccess) {
       r.reason = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
       clearCudaError();
-      BRAID_INFO(kLogInit, "CUDA not usable (%s): host memory only", r.reason.c_str());
+      // A driver that is there but older than the runtime Braid was built with (or
+      // broken) means device buffers cannot work: say so loudly. No driver at all is
+      // the ordinary host-only machine.
+      void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+      if (driver == nullptr) driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+      if (driver != nullptr && e != cudaErrorNoDevice) {
+        BRAID_WARN("a CUDA driver is installed but not usable by Braid's CUDA %d runtime "
+                   "(%s): only host buffers will work; device buffers would be taken for "
+                   "host memory", CUDART_VERSION / 1000, r.reason.c_str());
+      } else {
+        BRAID_INFO(kLogInit, "CUDA not usable (%s): host memory only", r.reason.c_str());
+      }
+      if (driver != nullptr) dlclose(driver);
       return r;
     }
     if (n <= 0) {

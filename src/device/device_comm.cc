@@ -1,6 +1,7 @@
 #include "src/device/device_comm.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 
@@ -50,7 +51,7 @@ const DevConn* findConn(Comm* comm, const DevConnRef& ref) {
 DeviceComm::~DeviceComm() {
   shutdown(true);
   for (auto& kv : images_)
-    for (Image& im : kv.second) (void)cudart::hostFree(im.host);
+    for (Image& im : kv.second) (void)cudart::deviceFree(im.devMem);
   for (void* p : scratch_) (void)cudart::deviceFree(p);
   for (void* e : events_) (void)cudart::eventDestroy(e);
   if (lastEvent_) (void)cudart::eventDestroy(lastEvent_);
@@ -103,14 +104,28 @@ ncclResult_t DeviceComm::image(const Plan& plan, size_t typeSize, const DevPlanI
                       ref.isSend ? "to" : "from", ref.peer, int(ref.channel));
     conns.push_back(*c);
   }
+  // Written on the host with the device addresses inside, then copied to device memory
+  // once: kernels read steps and connections at every poll, and device memory keeps
+  // that off PCIe. (Never rewritten, so graphs may replay it any time.)
   Image im;
   im.key = std::move(key);
+  const size_t bytes = DevPlanImage::bytesFor(dp);
+  im.staging.reset(static_cast<char*>(std::aligned_alloc(16, (bytes + 15) & ~size_t(15))));
+  if (!im.staging)
+    return setError(ncclSystemError, comm_, "%s: out of host memory for a device plan (%zu "
+                    "bytes)", comm_->who().c_str(), bytes);
   void* dev = nullptr;
   {
     cudart::CaptureRelaxed relaxed;
-    BRAID_CHECK(cudart::hostAllocMapped(&im.host, &dev, DevPlanImage::bytesFor(dp)));
+    BRAID_CHECK(cudart::deviceAlloc(&dev, bytes, "device plan image"));
+    im.devMem = dev;
+    im.hostView = DevPlanImage::write(dp, conns.data(), im.staging.get(), dev);
+    ncclResult_t r = cudart::copyToDevice(dev, im.staging.get(), bytes);
+    if (r != ncclSuccess) {
+      (void)cudart::deviceFree(dev);
+      return r;
+    }
   }
-  im.hostView = DevPlanImage::write(dp, conns.data(), im.host, dev);
   im.dev = static_cast<const DevPlanImage*>(dev);
   *out = im.dev;
   *host = im.hostView;

@@ -2,7 +2,7 @@
 //
 // Made on the first op on device buffers. Owns the words kernels share with the host
 // (DevControl, in mapped pinned memory: abort, error, launch counts, progress), the grid
-// barrier words (device memory), the GPU-readable images of the plans it launched, the
+// barrier words (device memory), the plans' images (device memory), the
 // plans' device scratch, the events that order its launches across streams, and a
 // watchdog thread: while a launch is running and nothing moves, it checks the peers
 // (a dead one fails the communicator with an error naming it, BRAID_PEER_CHECK_MS) and
@@ -11,6 +11,7 @@
 #pragma once
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -68,11 +69,15 @@ class DeviceComm {
   void shutdown(bool abort);
 
  private:
+  struct FreeDeleter {
+    void operator()(char* p) const { std::free(p); }
+  };
   struct Image {
     std::vector<char> key;  ///< the compiled plan's bytes (programs, steps, conn refs)
-    void* host = nullptr;   ///< pinned mapped memory holding the DevPlanImage
-    const DevPlanImage* hostView = nullptr;
-    const DevPlanImage* dev = nullptr;
+    std::unique_ptr<char, FreeDeleter> staging;  ///< host copy (header read by the host)
+    void* devMem = nullptr;                      ///< device memory holding the image
+    const DevPlanImage* hostView = nullptr;      ///< = staging
+    const DevPlanImage* dev = nullptr;           ///< = devMem
   };
   void startWatchdog();
   void watchdogLoop();

@@ -46,14 +46,19 @@ uint32_t placeStage(const std::vector<LaunchItem>& items, size_t first, size_t n
 }  // namespace
 
 std::vector<size_t> kernelOrder(const std::vector<LaunchItem>& items) {
-  std::vector<std::pair<ncclDataType_t, DevRed>> kernels;  // in order of first appearance
+  // Send/recv ops differ from rank to rank, collectives do not: every send/recv op goes
+  // first (one stage, so matching sends and receives run side by side), then the
+  // copy-only collectives (same kernel), then the other kernels in the order in which
+  // the collectives name them. No position depends on a rank's own send/recv ops.
+  std::vector<std::pair<ncclDataType_t, DevRed>> kernels{{ncclUint8, DevRed::kNone}};
   std::vector<size_t> rank(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].coll == Coll::kSendRecv) continue;
     const auto k = kernelOf(items[i]);
     size_t j = 0;
     while (j < kernels.size() && kernels[j] != k) ++j;
     if (j == kernels.size()) kernels.push_back(k);
-    rank[i] = j;
+    rank[i] = j + 1;
   }
   std::vector<size_t> order(items.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;

@@ -44,11 +44,13 @@ struct LaunchSpec {
   std::vector<cudaStream_t> streams;     ///< distinct, the first op's first
 };
 
-/// The order in which to launch one group's ops: ops of one kernel together (a stable
-/// sort by kernel, in order of first appearance), so a group of mixed datatypes takes
-/// one launch per kernel. The ops of a group have no order among them (NCCL runs them
-/// concurrently), and every rank sorts its group alike, so the connections are used in
-/// the same order on both ends. Returns indices into `items`.
+/// The order in which to launch one group's ops, so that a group takes one launch per
+/// kernel and every rank's launches line up: all send/recv ops first (one stage: they
+/// differ per rank, and matching ones must run side by side), then the copy-only
+/// collectives, then the other collectives by kernel in order of first appearance.
+/// The ops of a group have no order among them (NCCL runs them concurrently), and no
+/// position depends on a rank's own send/recv ops, so the ranks' launches and the
+/// connections' use line up. Returns indices into `items`.
 std::vector<size_t> kernelOrder(const std::vector<LaunchItem>& items);
 
 /// Packs `items` (one communicator's ops in issue order) into launches. Fails with

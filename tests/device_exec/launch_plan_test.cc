@@ -155,12 +155,41 @@ TEST(LaunchPlan, AGroupIsOrderedOneKernelAfterAnother) {
                                 coll(ncclUint8, DevRed::kNone, 2), coll(ncclFloat64, DevRed::kMax, 2),
                                 p2p(true, 1), p2p(false, 2), coll(ncclFloat32, DevRed::kSum, 1)};
   const std::vector<size_t> order = kernelOrder(items);
-  EXPECT_EQ(order, (std::vector<size_t>{0, 6, 1, 2, 4, 5, 3}));
+  EXPECT_EQ(order, (std::vector<size_t>{4, 5, 1, 2, 0, 6, 3}));
   std::vector<LaunchItem> sorted;
   for (size_t i : order) sorted.push_back(items[i]);
   auto specs = plan(sorted);
   ASSERT_EQ(specs.size(), 3u) << "one launch per kernel";
-  EXPECT_EQ(specs[1].count, 4u);
-  EXPECT_EQ(specs[1].newStage, (std::vector<uint8_t>{1, 1, 1, 0}));
-  EXPECT_EQ(specs[1].firstBlock, (std::vector<uint16_t>{0, 0, 0, 1}));
+  EXPECT_EQ(specs[0].count, 4u);
+  EXPECT_EQ(specs[0].newStage, (std::vector<uint8_t>{1, 0, 1, 1}));
+  EXPECT_EQ(specs[0].firstBlock, (std::vector<uint16_t>{0, 1, 0, 0}));
+  EXPECT_EQ(specs[1].red, DevRed::kSum);
+  EXPECT_EQ(specs[2].red, DevRed::kMax);
+}
+
+// The deadlock this order prevents: ranks whose groups name the same collectives but
+// different send/recv ops must still launch the collectives in the same order, and
+// keep all their send/recv ops in one stage.
+TEST(LaunchPlan, GroupOrderDoesNotDependOnARanksOwnSendRecv) {
+  // Rank A: {send to B, all-reduce f32, all-gather}; rank B: {all-reduce, all-gather,
+  // recv from A}.
+  std::vector<LaunchItem> a{p2p(true, 1), coll(ncclFloat32, DevRed::kSum, 2),
+                            coll(ncclUint8, DevRed::kNone, 2)};
+  std::vector<LaunchItem> b{coll(ncclFloat32, DevRed::kSum, 2), coll(ncclUint8, DevRed::kNone, 2),
+                            p2p(false, 0)};
+  auto collOrder = [](const std::vector<LaunchItem>& items) {
+    std::vector<std::pair<int, int>> out;  // (coll, red) of the collectives, launch order
+    for (size_t i : kernelOrder(items))
+      if (items[i].coll != Coll::kSendRecv) out.emplace_back(int(items[i].coll), int(items[i].red));
+    return out;
+  };
+  EXPECT_EQ(collOrder(a), collOrder(b));
+  // Send/recv separated by a collective still form one stage, ahead of it.
+  std::vector<LaunchItem> c{p2p(true, 1), coll(ncclUint8, DevRed::kNone, 2), p2p(false, 1)};
+  std::vector<LaunchItem> sorted;
+  for (size_t i : kernelOrder(c)) sorted.push_back(c[i]);
+  auto specs = plan(sorted);
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_EQ(specs[0].newStage, (std::vector<uint8_t>{1, 0, 1}));
+  EXPECT_EQ(specs[0].firstBlock, (std::vector<uint16_t>{0, 1, 0}));
 }
