@@ -75,8 +75,10 @@ grep -q 'rank 4 (pid [0-9]*, node '"${PREFIX}"'2) exited with status 7$' "$work/
 mn_log "ok: a failed rank stops the job and is named"
 
 # A stopped rank's helpers stop with it (each rank leads its own process group).
+# (Rank 1 fails a second late, so that rank 0 has started its helper and said so even on
+# a loaded machine.)
 run --nodes 2 --ranks-per-node 1 --grace 1 -- \
-  bash -c '[ "$RANK" = 1 ] && exit 4; sleep 87 & echo "helper $!"; wait' >"$work/out" 2>&1
+  bash -c '[ "$RANK" = 1 ] && { sleep 1; exit 4; }; sleep 87 & echo "helper $!"; wait' >"$work/out" 2>&1
 helper=$(awk '/^\[0\] helper / { print $3 }' "$work/out")
 [ -n "$helper" ] || { cat "$work/out"; mn_fail "rank 0 printed no helper pid"; }
 alive() {  # a process that exists and is not a zombie (reaping by pid 1 may lag)
