@@ -20,7 +20,10 @@ if(TARGET all_reduce_perf AND TARGET braid-info)
              COMMAND bash ${_mn}/${script} --scripts ${_mn_scripts} --prefix bmn${_mn_hash}t${_i}x
                      ${ARGN})
     set_tests_properties(multinode.${name} PROPERTIES
-      LABELS "multinode" SKIP_RETURN_CODE 77 TIMEOUT 300)
+      LABELS "multinode" SKIP_RETURN_CODE 77 TIMEOUT 300
+      # One cluster at a time: concurrent namespace setup and teardown on a loaded
+      # 2-core machine made the launcher test hang once in CI.
+      RESOURCE_LOCK braid_netns)
   endfunction()
 
   set(_mn_bin --bin $<TARGET_FILE_DIR:all_reduce_perf> --info $<TARGET_FILE:braid-info>)

@@ -23,7 +23,17 @@ mn_require_netns
 mn_up 3 --rate 1gbit
 work=$(mktemp -d)
 trap 'rm -rf "$work"; bash "$SCRIPTS/netns-cluster.sh" down --prefix "$PREFIX" >/dev/null 2>&1' EXIT
-run() { bash "$SCRIPTS/netns-run.sh" --prefix "$PREFIX" --timeout 60 "$@"; }
+# Every job is bounded from outside too (netns-run's own --timeout is 60 s), so a stuck
+# launcher fails this test with the processes left listed instead of hanging it.
+run() {
+  timeout -k 5 90 bash "$SCRIPTS/netns-run.sh" --prefix "$PREFIX" --timeout 60 "$@"
+  local rc=$?
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "netns-run.sh did not return within 90 s (rc $rc); processes left:" >&2
+    ps -eo pid,ppid,pgid,sid,etimes,stat,cmd | grep -E "sleep|bash -c|netns" | grep -v grep >&2
+  fi
+  return "$rc"
+}
 
 # A rank reports what it sees: its variables and the address of its node's veth0.
 probe='a=$(ip -4 -o addr show dev veth0 | awk "{print \$4}");
