@@ -23,13 +23,12 @@ void Comm::releaseResources() {
   // Device work first: finished (destroy) or stopped (abort) before its connections,
   // images and control words go.
   if (device || !devSends.empty() || !devRecvs.empty()) {
-    const int saved = cudart::currentDevice();  // the caller's, restored below
-    (void)cudart::setDevice(cudaDev);
+    cudart::DeviceScope scope;  // the caller's device again afterwards
+    (void)scope.enter(cudaDev);
     if (device) device->shutdown(abortFlag.load() || asyncError.load() != ncclSuccess);
     devSends.clear();
     devRecvs.clear();
     device.reset();
-    if (saved >= 0) (void)cudart::setDevice(saved);
   }
   // Connections go first (they may reference proxy state), then the bootstrap.
   sends.clear();

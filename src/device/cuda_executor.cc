@@ -19,20 +19,6 @@
 namespace braid {
 namespace {
 
-/// Restores the calling thread's current device on every exit path.
-class DeviceGuard {
- public:
-  DeviceGuard() : saved_(cudart::currentDevice()) {}
-  ~DeviceGuard() {
-    if (saved_ >= 0) (void)cudart::setDevice(saved_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int saved_;
-};
-
 bool reduces(Coll c) {
   return c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter;
 }
@@ -41,10 +27,18 @@ bool reduces(Coll c) {
 struct DevOp {
   const OpRecord* op = nullptr;
   std::shared_ptr<const Plan> plan;
+  DevPlan compiled;                        ///< the plan in the kernel's form
   const DevPlanImage* image = nullptr;     ///< device address
   const DevPlanImage* imageHost = nullptr; ///< the same, host view
   DevRed red = DevRed::kNone;
   size_t scratchBytes = 0;
+};
+
+/// One communicator's ops of the batch, in launch order, and its launches.
+struct CommLaunches {
+  Comm* comm = nullptr;
+  std::vector<size_t> ops;        ///< indices into the batch's DevOps, in launch order
+  std::vector<LaunchSpec> specs;  ///< over `ops`
 };
 
 DevWork workOf(const DevOp& d, uint16_t firstBlock, bool newStage) {
@@ -71,14 +65,16 @@ DevWork workOf(const DevOp& d, uint16_t firstBlock, bool newStage) {
   return w;
 }
 
-/// Enqueues one planned launch of `ops` (the communicator's, in issue order).
-ncclResult_t launch(Comm* c, const std::vector<DevOp>& ops, const LaunchSpec& spec) {
+/// Enqueues one planned launch of c's ops (cl.ops indexes `all`).
+ncclResult_t launch(const CommLaunches& cl, const std::vector<DevOp>& all,
+                    const LaunchSpec& spec) {
+  Comm* c = cl.comm;
   DeviceComm& d = *c->device;
   char* scratch = nullptr;
   BRAID_CHECK(d.scratch(spec.scratchBytes, &scratch));
   DevLaunch l;
   for (size_t k = 0; k < spec.count; ++k) {
-    const DevOp& op = ops[spec.first + k];
+    const DevOp& op = all[cl.ops[spec.first + k]];
     l.works[k] = workOf(op, spec.firstBlock[k], spec.newStage[k] != 0);
     l.works[k].scratch = op.scratchBytes ? scratch + spec.scratchOffset[k] : nullptr;
   }
@@ -122,10 +118,10 @@ LaunchItem itemOf(const DevOp& d, uint32_t nPrograms) {
   return it;
 }
 
-/// Plans every op, and checks that each communicator's ops fit launches; nothing is
-/// made yet, so a refusal here leaves the communicators usable.
-ncclResult_t planOps(const std::vector<const OpRecord*>& ops, std::vector<Comm*>& comms,
-                     std::vector<DevOp>* out) {
+/// Plans and compiles every op, and packs each communicator's ops into launches;
+/// nothing is made yet, so a refusal here leaves the communicators usable.
+ncclResult_t planOps(const std::vector<const OpRecord*>& ops, const std::vector<Comm*>& comms,
+                     std::vector<DevOp>* out, std::vector<CommLaunches>* launches) {
   for (const OpRecord* op : ops) {
     Comm* c = op->comm;
     BRAID_CHECK(deviceState(c));
@@ -134,28 +130,39 @@ ncclResult_t planOps(const std::vector<const OpRecord*>& ops, std::vector<Comm*>
     BRAID_CHECK(makePlan(c, planArgsFor(c, *op), &d.plan, true));
     d.red = devRedFor(op->op, reduces(op->coll));
     d.scratchBytes = size_t(d.plan->scratchElems) * dataTypeSize(op->type);
-    DevPlan compiled;
     std::string why;
-    if (!DevPlan::compile(*d.plan, dataTypeSize(op->type), &compiled, &why))
+    if (!DevPlan::compile(*d.plan, dataTypeSize(op->type), &d.compiled, &why))
       return setError(ncclInvalidUsage, c, "%s: %s: plan %s cannot run on the GPU: %s",
                       c->who().c_str(), op->call, d.plan->algorithm.c_str(), why.c_str());
     out->push_back(std::move(d));
   }
   for (Comm* c : comms) {
-    std::vector<LaunchItem> group, items;
-    for (const DevOp& d : *out)
-      if (d.op->comm == c) group.push_back(itemOf(d, uint32_t(d.plan->programs.size())));
-    for (size_t i : kernelOrder(group)) items.push_back(group[i]);
-    std::vector<LaunchSpec> specs;
+    std::vector<size_t> mine;
+    std::vector<LaunchItem> group;
+    for (size_t i = 0; i < out->size(); ++i) {
+      const DevOp& d = (*out)[i];
+      if (d.op->comm != c) continue;
+      mine.push_back(i);
+      group.push_back(itemOf(d, uint32_t(d.compiled.programs.size())));
+    }
+    // One launch per kernel where the group allows (see kernelOrder).
+    CommLaunches cl;
+    cl.comm = c;
+    std::vector<LaunchItem> items;
+    for (size_t k : kernelOrder(group)) {
+      cl.ops.push_back(mine[k]);
+      items.push_back(group[k]);
+    }
     std::string why;
-    if (!planLaunches(items, &specs, &why))
+    if (!planLaunches(items, &cl.specs, &why))
       return setError(ncclInvalidUsage, c, "%s: %s", c->who().c_str(), why.c_str());
+    launches->push_back(std::move(cl));
   }
   return ncclSuccess;
 }
 
 /// Makes the device connections the plans need (all ranks together) and the images.
-ncclResult_t connectOps(std::vector<DevOp>& ops) {
+ncclResult_t connectOps(std::vector<DevOp>& ops, cudart::DeviceScope& scope) {
   Connector connector(true);
   for (const DevOp& d : ops) connector.note(d.op->comm, *d.plan);
   {
@@ -163,35 +170,10 @@ ncclResult_t connectOps(std::vector<DevOp>& ops) {
     BRAID_CHECK(connector.connect());
   }
   for (DevOp& d : ops) {
-    BRAID_CHECK(cudart::setDevice(d.op->comm->cudaDev));
-    BRAID_CHECK(d.op->comm->device->image(*d.plan, dataTypeSize(d.op->type), &d.image,
+    BRAID_CHECK(scope.enter(d.op->comm->cudaDev));
+    BRAID_CHECK(d.op->comm->device->image(d.compiled, d.plan->algorithm.c_str(), &d.image,
                                           &d.imageHost));
   }
-  return ncclSuccess;
-}
-
-ncclResult_t enqueue(Comm* c, const std::vector<DevOp>& all) {
-  BRAID_CHECK(cudart::setDevice(c->cudaDev));
-  std::vector<DevOp> group;
-  std::vector<LaunchItem> groupItems;
-  for (const DevOp& d : all) {
-    if (d.op->comm != c) continue;
-    group.push_back(d);
-    groupItems.push_back(itemOf(d, d.imageHost->nPrograms));
-    ++c->opCount;
-  }
-  // One launch per kernel where the group allows (see kernelOrder).
-  std::vector<DevOp> mine;
-  std::vector<LaunchItem> items;
-  for (size_t i : kernelOrder(groupItems)) {
-    mine.push_back(group[i]);
-    items.push_back(groupItems[i]);
-  }
-  std::vector<LaunchSpec> specs;
-  std::string why;
-  if (!planLaunches(items, &specs, &why))
-    return setError(ncclInvalidUsage, c, "%s: %s", c->who().c_str(), why.c_str());
-  for (const LaunchSpec& spec : specs) BRAID_CHECK(launch(c, mine, spec));
   return ncclSuccess;
 }
 
@@ -202,11 +184,18 @@ ncclResult_t executeDeviceOps(const std::vector<const OpRecord*>& ops) {
   std::vector<Comm*> comms;
   for (const OpRecord* op : ops)
     if (std::find(comms.begin(), comms.end(), op->comm) == comms.end()) comms.push_back(op->comm);
-  DeviceGuard guard;
+  cudart::DeviceScope scope;  // the caller's device again on every exit path
   std::vector<DevOp> devOps;
-  BRAID_CHECK(planOps(ops, comms, &devOps));  // refused: nothing made, comms still usable
-  ncclResult_t r = connectOps(devOps);
-  for (size_t i = 0; r == ncclSuccess && i < comms.size(); ++i) r = enqueue(comms[i], devOps);
+  std::vector<CommLaunches> launches;
+  // Refused while planning: nothing made, the communicators stay usable.
+  BRAID_CHECK(planOps(ops, comms, &devOps, &launches));
+  ncclResult_t r = connectOps(devOps, scope);
+  for (const CommLaunches& cl : launches) {
+    if (r == ncclSuccess) r = scope.enter(cl.comm->cudaDev);
+    cl.comm->opCount += cl.ops.size();
+    for (size_t k = 0; r == ncclSuccess && k < cl.specs.size(); ++k)
+      r = launch(cl, devOps, cl.specs[k]);
+  }
   if (r != ncclSuccess)
     for (Comm* c : comms) c->fatal(r);
   return r;

@@ -24,6 +24,19 @@
 
 namespace braid {
 
+namespace cudart {
+
+DeviceScope::~DeviceScope() {
+  if (saved_ >= 0 && currentDevice() != saved_) (void)setDevice(saved_);
+}
+
+ncclResult_t DeviceScope::enter(int dev) {
+  if (dev < 0 || currentDevice() == dev) return ncclSuccess;
+  return setDevice(dev);
+}
+
+}  // namespace cudart
+
 const char* memKindName(MemKind k) {
   switch (k) {
     case MemKind::kHost: return "host";

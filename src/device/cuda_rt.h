@@ -96,6 +96,21 @@ int eventQuery(void* ev);
 /// Text of the last CUDA error seen by this thread through these functions.
 std::string lastError();
 
+/// Restores, when it goes out of scope, the device that was current for the calling
+/// thread when it was made (whatever setDevice / enter() changed meanwhile).
+class DeviceScope {
+ public:
+  DeviceScope() : saved_(currentDevice()) {}
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  /// Makes dev current (no-op for dev < 0 or when it already is).
+  ncclResult_t enter(int dev);
+
+ private:
+  int saved_;
+};
+
 /// While alive, the calling thread's stream-capture mode is relaxed, so setup calls
 /// (allocations, registrations) made during a capture do not invalidate it.
 class CaptureRelaxed {

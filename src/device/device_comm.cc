@@ -73,13 +73,8 @@ ncclResult_t DeviceComm::init() {
   return ncclSuccess;
 }
 
-ncclResult_t DeviceComm::image(const Plan& plan, size_t typeSize, const DevPlanImage** out,
-                               const DevPlanImage** host) {
-  DevPlan dp;
-  std::string why;
-  if (!DevPlan::compile(plan, typeSize, &dp, &why))
-    return setError(ncclInvalidUsage, comm_, "%s: plan %s cannot run on the GPU: %s",
-                    comm_->who().c_str(), plan.algorithm.c_str(), why.c_str());
+ncclResult_t DeviceComm::image(const DevPlan& dp, const char* algorithm,
+                               const DevPlanImage** out, const DevPlanImage** host) {
   std::vector<char> key;
   append(&key, dp.programs);
   append(&key, dp.steps);
@@ -100,7 +95,7 @@ ncclResult_t DeviceComm::image(const Plan& plan, size_t typeSize, const DevPlanI
     if (c == nullptr || !c->valid())
       return setError(ncclInternalError, comm_,
                       "%s: plan %s needs a device connection %s rank %d on channel %d that "
-                      "was not made", comm_->who().c_str(), plan.algorithm.c_str(),
+                      "was not made", comm_->who().c_str(), algorithm,
                       ref.isSend ? "to" : "from", ref.peer, int(ref.channel));
     conns.push_back(*c);
   }

@@ -38,10 +38,11 @@ class DeviceComm {
   /// Allocates the control and barrier words (the comm's device must be current).
   ncclResult_t init();
 
-  /// The GPU-readable image of `plan` (elements of typeSize bytes) over this comm's
-  /// device connections, which must exist. Cached by content: equal plans share one.
-  /// *dev is the address kernels use, *host the same bytes seen by the host.
-  ncclResult_t image(const Plan& plan, size_t typeSize, const DevPlanImage** dev,
+  /// The GPU-readable image of the compiled plan `dp` (of algorithm `algorithm`, for
+  /// messages) over this comm's device connections, which must exist. Cached by
+  /// content: equal plans share one. *dev is the address kernels use, *host the same
+  /// bytes seen by the host.
+  ncclResult_t image(const DevPlan& dp, const char* algorithm, const DevPlanImage** dev,
                      const DevPlanImage** host);
   /// Device working memory of at least `bytes` for one launch. Launches of a comm run
   /// one after another, so each may reuse it; a larger request gets a new buffer (the

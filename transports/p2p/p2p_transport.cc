@@ -29,19 +29,6 @@ std::string cudaReason() {
   return why.empty() ? std::string("unknown CUDA error") : why;
 }
 
-CudaDeviceScope::~CudaDeviceScope() {
-  if (switched_ && saved_ >= 0) (void)cudart::setDevice(saved_);
-}
-
-ncclResult_t CudaDeviceScope::enter(int dev) {
-  if (dev < 0) return ncclSuccess;
-  saved_ = cudart::currentDevice();
-  if (saved_ == dev) return ncclSuccess;
-  BRAID_CHECK(cudart::setDevice(dev));
-  switched_ = true;
-  return ncclSuccess;
-}
-
 ncclResult_t HostRegistration::registerRange(void* p, size_t bytes, int dev,
                                              const char* what, void** devPtr) {
   reset();
@@ -50,7 +37,7 @@ ncclResult_t HostRegistration::registerRange(void* p, size_t bytes, int dev,
                     "%s: cannot register the FIFO for GPU %d: %s", what, dev,
                     cudaReason().c_str());
   cudart::CaptureRelaxed relaxed;
-  CudaDeviceScope scope;
+  cudart::DeviceScope scope;
   void* d = nullptr;
   ncclResult_t rc = scope.enter(dev);
   if (rc == ncclSuccess) rc = cudart::hostRegister(p, bytes, &d);
@@ -69,7 +56,7 @@ void HostRegistration::reset() {
   if (!host_) return;
   if (pid_ == getpid()) {  // a fork()ed copy has no CUDA state to undo
     cudart::CaptureRelaxed relaxed;
-    CudaDeviceScope scope;
+    cudart::DeviceScope scope;
     (void)scope.enter(dev_);
     if (cudart::hostUnregister(host_) != ncclSuccess)
       BRAID_INFO(kLogP2p, "cudaHostRegister'd FIFO at %p: unregister failed: %s", host_,
@@ -209,7 +196,7 @@ class P2pRecvResource : public ConnResource {
   ~P2pRecvResource() override {
     if (!devPtr_ || pid_ != getpid()) return;
     cudart::CaptureRelaxed relaxed;
-    CudaDeviceScope scope;
+    cudart::DeviceScope scope;
     (void)scope.enter(dev_);
     if (cudart::deviceFree(devPtr_) != ncclSuccess)
       BRAID_INFO(kLogP2p, "p2p: freeing the FIFO at %p failed: %s", devPtr_,
@@ -233,7 +220,7 @@ class P2pSendResource : public ConnResource {
   ~P2pSendResource() override {
     if (!ipcBase_ || pid_ != getpid()) return;
     cudart::CaptureRelaxed relaxed;
-    CudaDeviceScope scope;
+    cudart::DeviceScope scope;
     (void)scope.enter(dev_);
     // The peer may be gone: its memory stays valid until we close our mapping.
     if (cudart::ipcCloseHandle(ipcBase_) != ncclSuccess)
@@ -277,7 +264,7 @@ class P2pTransport : public Transport {
                       "memory (GPU %d): %s", me, peer, dev,
                       dev < 0 ? "this rank has no GPU" : cudaReason().c_str());
     cudart::CaptureRelaxed relaxed;
-    CudaDeviceScope scope;
+    cudart::DeviceScope scope;
     if (scope.enter(dev) != ncclSuccess)
       return setError(ncclSystemError, nullptr, "p2p transport: rank %d cannot use GPU %d: %s",
                       me, dev, cudaReason().c_str());
@@ -389,7 +376,7 @@ class P2pTransport : public Transport {
         return setError(ncclInternalError, nullptr,
                         "p2p transport: rank %d exported no CUDA IPC handle to rank %d", peer, me);
       cudart::CaptureRelaxed relaxed;
-      CudaDeviceScope scope;
+      cudart::DeviceScope scope;
       if (scope.enter(dev) != ncclSuccess)
         return setError(ncclSystemError, nullptr, "p2p transport: rank %d cannot use GPU %d: %s",
                         me, dev, cudaReason().c_str());

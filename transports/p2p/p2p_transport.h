@@ -75,21 +75,6 @@ const P2pDeviceQuery& cudaDeviceQuery();
 /// Symmetric: p2pCanConnect(a, b, q) == p2pCanConnect(b, a, q).
 bool p2pCanConnect(const PeerInfo& self, const PeerInfo& peer, const P2pDeviceQuery& q);
 
-/// Makes `dev` the calling thread's current device while alive (no-op for dev < 0 or
-/// when it is current already); the previous device is restored after.
-class CudaDeviceScope {
- public:
-  CudaDeviceScope() = default;
-  ~CudaDeviceScope();
-  CudaDeviceScope(const CudaDeviceScope&) = delete;
-  CudaDeviceScope& operator=(const CudaDeviceScope&) = delete;
-  ncclResult_t enter(int dev);
-
- private:
-  int saved_ = -1;
-  bool switched_ = false;
-};
-
 /// Host memory pinned and mapped for the GPUs (cudaHostRegister) while alive: the shm
 /// and net_socket transports' FIFOs in device mode. Unregistered by reset() or the
 /// destructor, only in the process that registered it (a fork()ed copy skips it).
