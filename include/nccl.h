@@ -1,10 +1,12 @@
 /*
- * nccl.h — the NCCL 2.28 application interface, as implemented by Braid.
+ * nccl.h — the NCCL 2.30 application interface, as implemented by Braid.
  *
  * Written for Braid. It declares the same functions, types, enumerators and macros as
- * NVIDIA's NCCL 2.28.9 nccl.h with the same binary layout and values, so a program built
+ * NVIDIA's NCCL 2.30.7 nccl.h with the same binary layout and values, so a program built
  * against either header runs on either library (relinked or with LD_PRELOAD=libbraid.so).
- * tests/abi/ proves the layout and values line by line against NVIDIA's header.
+ * tests/abi/ proves the layout and values line by line against NVIDIA's header. Programs
+ * built against the 2.28 header keep working: everything 2.28 had is unchanged, and a
+ * 2.28 ncclConfig_t (smaller, version 22809) is read as such.
  *
  * Braid extensions are NOT declared here; they live in <braid/...>.
  *
@@ -50,16 +52,17 @@ typedef struct CUstream_st* cudaStream_t;
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* ---- version --------------------------------------------------------------------- */
 
 #define NCCL_MAJOR 2
-#define NCCL_MINOR 28
-#define NCCL_PATCH 9
+#define NCCL_MINOR 30
+#define NCCL_PATCH 7
 #define NCCL_SUFFIX ""
 
-/// The version code of this header: 2.28.9 -> 22809.
-#define NCCL_VERSION_CODE 22809
+/// The version code of this header: 2.30.7 -> 23007.
+#define NCCL_VERSION_CODE 23007
 /// Version code of X.Y.Z; releases up to 2.8 used X*1000+Y*100+Z, later X*10000+Y*100+Z.
 #define NCCL_VERSION(X, Y, Z) \
   (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
@@ -95,7 +98,8 @@ typedef enum {
   ncclInvalidUsage = 5,       ///< a call out of order or a misuse of the API
   ncclRemoteError = 6,        ///< a peer failed or went away
   ncclInProgress = 7,         ///< non-blocking operation not finished yet
-  ncclNumResults = 8          ///< number of result codes
+  ncclTimeout = 8,            ///< a wait ran out of time (BRAID_TIMEOUT_MS)
+  ncclNumResults = 9          ///< number of result codes
 } ncclResult_t;
 
 /* ---- constants ----------------------------------------------------------------------- */
@@ -107,9 +111,13 @@ typedef enum {
 /// Color that keeps a rank out of every communicator made by ncclCommSplit.
 #define NCCL_SPLIT_NOCOLOR -1
 
+/// The magic number the *_INITIALIZER macros store (the library checks it).
+#define NCCL_API_MAGIC 0xcafebeef
+
 /// ncclCommWindowRegister flags and the alignment symmetric windows need.
 #define NCCL_WIN_DEFAULT 0x00
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_WIN_STRICT_ORDERING 0x02
 #define NCCL_WIN_REQUIRED_ALIGNMENT 4096
 
 /// ncclConfig_t.CTAPolicy values.
@@ -128,7 +136,7 @@ typedef enum {
 
 /// Options for ncclCommInitRankConfig / Split / Shrink. Always start from
 /// NCCL_CONFIG_INITIALIZER; fields left NCCL_CONFIG_UNDEF_* take the library default.
-typedef struct ncclConfig_v22800 {
+typedef struct ncclConfig_v23000 {
   size_t size;             ///< set by the initializer: sizeof(ncclConfig_t)
   unsigned int magic;      ///< set by the initializer
   unsigned int version;    ///< set by the initializer: NCCL_VERSION_CODE
@@ -146,12 +154,17 @@ typedef struct ncclConfig_v22800 {
   int nvlsCTAs;            ///< channels for NVLink SHARP
   int nChannelsPerNetPeer; ///< channels per network peer
   int nvlinkCentricSched;  ///< prefer NVLink-aware scheduling
+  /* since 2.30 (a 2.28 config ends above: its size says so) */
+  int graphUsageMode;      ///< 0 no CUDA graphs, 1 one graph, 2 several or mixed (default)
+  int numRmaCtx;           ///< one-sided (ncclPutSignal) contexts: ctx < numRmaCtx (default 1)
+  int maxP2pPeers;         ///< peers a rank talks to at once in send/recv patterns
+  int graphStreamOrdering; ///< 0: the caller orders captured kernels; 1: the library does
 } ncclConfig_t;
 
 /// Value every ncclConfig_t must start from.
 #define NCCL_CONFIG_INITIALIZER                                                        \
   {                                                                                    \
-    sizeof(ncclConfig_t), 0xcafebeef, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
+    sizeof(ncclConfig_t), NCCL_API_MAGIC, NCCL_VERSION_CODE,                          \
         NCCL_CONFIG_UNDEF_INT, /* blocking */                                          \
         NCCL_CONFIG_UNDEF_INT, /* cgaClusterSize */                                    \
         NCCL_CONFIG_UNDEF_INT, /* minCTAs */                                           \
@@ -166,6 +179,10 @@ typedef struct ncclConfig_v22800 {
         NCCL_CONFIG_UNDEF_INT, /* nvlsCTAs */                                          \
         NCCL_CONFIG_UNDEF_INT, /* nChannelsPerNetPeer */                               \
         NCCL_CONFIG_UNDEF_INT, /* nvlinkCentricSched */                                \
+        NCCL_CONFIG_UNDEF_INT, /* graphUsageMode */                                    \
+        NCCL_CONFIG_UNDEF_INT, /* numRmaCtx */                                         \
+        NCCL_CONFIG_UNDEF_INT, /* maxP2pPeers */                                       \
+        NCCL_CONFIG_UNDEF_INT, /* graphStreamOrdering */                               \
   }
 
 /// Result of ncclGroupSimulateEnd: the predicted time of the group.
@@ -179,8 +196,7 @@ typedef struct ncclSimInfo_v22200 {
 /// Value every ncclSimInfo_t must start from.
 #define NCCL_SIM_INFO_INITIALIZER                                                        \
   {                                                                                      \
-    sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
-        NCCL_UNDEF_FLOAT                                                                 \
+    sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION_CODE, NCCL_UNDEF_FLOAT               \
   }
 
 /* ---- reduction operators and data types ---------------------------------------------- */
@@ -297,6 +313,19 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
 ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
                                        ncclUniqueId* commIds, ncclConfig_t* config);
 
+/// Make the token new ranks use to join comm through ncclCommGrow. One rank of comm (the
+/// coordinator) calls it, then hands the token to the new ranks; each token serves one grow.
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+
+/// Make a communicator of nRanks from comm's ranks (same rank numbers) and new ranks.
+/// Existing ranks: comm, rank -1, uniqueId NULL (the coordinator: its token).
+/// New ranks: comm NULL, the token, their rank (>= comm's size). config NULL: inherit.
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                          ncclComm_t* newcomm, ncclConfig_t* config);
+ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                           ncclComm_t* newcomm, ncclConfig_t* config);
+
 /* ---- errors and queries ---------------------------------------------------------------- */
 
 /// A fixed text for a result code.
@@ -307,11 +336,17 @@ const char* pncclGetErrorString(ncclResult_t result);
 const char* ncclGetLastError(ncclComm_t comm);
 const char* pncclGetLastError(ncclComm_t comm);
 
-/// Deprecated by NVIDIA: re-read the logging environment variables.
+/// Deprecated by NVIDIA: re-read the logging environment variables. As in NCCL 2.30 the
+/// declaration needs NCCL_OS_LINUX; elsewhere the call is an empty macro.
+#ifdef NCCL_OS_LINUX
 __attribute__((deprecated("ncclResetDebugInit is not supported as part of the NCCL API and will be removed in the future")))
 void ncclResetDebugInit(void);
 __attribute__((deprecated("pncclResetDebugInit is not supported as part of the NCCL API and will be removed in the future")))
 void pncclResetDebugInit(void);
+#else
+#define ncclResetDebugInit()
+#define pncclResetDebugInit()
+#endif
 
 /// Store in *asyncError the communicator's state (ncclInProgress while non-blocking work runs).
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
@@ -328,6 +363,32 @@ ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device);
 /// Store this rank's index in *rank.
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank);
 ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank);
+
+/* ---- suspend, resume, memory statistics -------------------------------------------------- */
+
+/// ncclCommSuspend flag: release the communicator's dynamic buffers (FIFOs, plan images).
+#define NCCL_SUSPEND_MEM 0x01
+
+/// Release what `flags` names; collective over the communicator, with no work pending.
+/// Until ncclCommResume the communicator takes no operations. [host-ok]
+ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags);
+
+/// Make a suspended communicator usable again (collective). [host-ok]
+ncclResult_t ncclCommResume(ncclComm_t comm);
+ncclResult_t pncclCommResume(ncclComm_t comm);
+
+/// What ncclCommMemStats reports (GPU memory, in bytes, except ncclStatGpuMemSuspended).
+typedef enum {
+  ncclStatGpuMemSuspend = 0,   ///< memory ncclCommSuspend can release
+  ncclStatGpuMemSuspended = 1, ///< 1 while suspended, else 0
+  ncclStatGpuMemPersist = 2,   ///< memory kept while suspended
+  ncclStatGpuMemTotal = 3      ///< all GPU memory the communicator holds
+} ncclCommMemStat_t;
+
+/// Store the statistic `stat` of comm in *value.
+ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
+ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
 
 /* ---- registration ---------------------------------------------------------------------- */
 
@@ -348,6 +409,10 @@ ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size,
 /// Release a window from ncclCommWindowRegister. [host-ok]
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
 ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
+
+/// Store in *outUserPtr the buffer this rank registered as win. [host-ok]
+ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
+ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
 
 /* ---- custom reduction operators ---------------------------------------------------------- */
 
@@ -447,6 +512,41 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
 ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                        ncclComm_t comm, cudaStream_t stream);
 
+/* ---- one-sided ---------------------------------------------------------------------------
+ * The target's memory is a window (ncclCommWindowRegister); the target takes no part
+ * until it waits for the signals. Operations to one peer and context are delivered, and
+ * their signals raised, in program order. sigIdx, ctx and flags are 0 (ctx may go up to
+ * ncclConfig_t.numRmaCtx - 1 in Braid). All three are [host-ok]. */
+
+/// Write count elements of localbuff into rank peer's window peerWin at byte offset
+/// peerWinOffset, then raise signal (sigIdx, ctx) there.
+ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype,
+                           int peer, ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx,
+                           int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype,
+                            int peer, ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx,
+                            int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+
+/// Raise signal (sigIdx, ctx) on rank peer, moving no data.
+ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                        cudaStream_t stream);
+ncclResult_t pncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                         cudaStream_t stream);
+
+/// One ncclWaitSignal request: opCnt more signals from rank peer on (sigIdx, ctx).
+typedef struct {
+  int opCnt;  ///< number of signals to wait for
+  int peer;   ///< the rank that raises them
+  int sigIdx; ///< signal index (0)
+  int ctx;    ///< context
+} ncclWaitSignalDesc_t;
+
+/// Wait until every descriptor's signals have arrived; their data is then visible here.
+ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                            cudaStream_t stream);
+ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                             cudaStream_t stream);
+
 /* ---- groups ------------------------------------------------------------------------------ */
 
 /// Open a group: calls until ncclGroupEnd are collected and launched together.
@@ -460,6 +560,58 @@ ncclResult_t pncclGroupEnd(void);
 /// Close the group without running it; store the predicted time in *simInfo.
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
+
+/* ---- parameters ---------------------------------------------------------------------------
+ * The library's settings (NCCL_* and BRAID_* environment variables), read by key: the
+ * variable's name ("NCCL_BUFFSIZE") or the name without its prefix ("BUFFSIZE"). A value
+ * comes from the environment, else the default. Strings returned stay valid until the
+ * same call is made again on the same thread. */
+
+/// A parameter handle (owned by the library; never freed).
+typedef struct ncclParamHandle* ncclParamHandle_t;
+
+/// Look the parameter `key` up; store its handle in *out.
+ncclResult_t ncclParamBind(ncclParamHandle_t* out, const char* key);
+ncclResult_t pncclParamBind(ncclParamHandle_t* out, const char* key);
+
+/// Read the parameter as an integer of the function's width and sign.
+ncclResult_t ncclParamGetI8(ncclParamHandle_t h, int8_t* out);
+ncclResult_t pncclParamGetI8(ncclParamHandle_t h, int8_t* out);
+ncclResult_t ncclParamGetI16(ncclParamHandle_t h, int16_t* out);
+ncclResult_t pncclParamGetI16(ncclParamHandle_t h, int16_t* out);
+ncclResult_t ncclParamGetI32(ncclParamHandle_t h, int32_t* out);
+ncclResult_t pncclParamGetI32(ncclParamHandle_t h, int32_t* out);
+ncclResult_t ncclParamGetI64(ncclParamHandle_t h, int64_t* out);
+ncclResult_t pncclParamGetI64(ncclParamHandle_t h, int64_t* out);
+ncclResult_t ncclParamGetU8(ncclParamHandle_t h, uint8_t* out);
+ncclResult_t pncclParamGetU8(ncclParamHandle_t h, uint8_t* out);
+ncclResult_t ncclParamGetU16(ncclParamHandle_t h, uint16_t* out);
+ncclResult_t pncclParamGetU16(ncclParamHandle_t h, uint16_t* out);
+ncclResult_t ncclParamGetU32(ncclParamHandle_t h, uint32_t* out);
+ncclResult_t pncclParamGetU32(ncclParamHandle_t h, uint32_t* out);
+ncclResult_t ncclParamGetU64(ncclParamHandle_t h, uint64_t* out);
+ncclResult_t pncclParamGetU64(ncclParamHandle_t h, uint64_t* out);
+
+/// Read the parameter as text.
+ncclResult_t ncclParamGetStr(ncclParamHandle_t h, const char** out);
+ncclResult_t pncclParamGetStr(ncclParamHandle_t h, const char** out);
+
+/// Copy the parameter's text (with its terminating NUL) into out, at most maxLen bytes;
+/// *len is the whole length.
+ncclResult_t ncclParamGet(ncclParamHandle_t h, void* out, int maxLen, int* len);
+ncclResult_t pncclParamGet(ncclParamHandle_t h, void* out, int maxLen, int* len);
+
+/// The text of parameter `key` and its length.
+ncclResult_t ncclParamGetParameter(const char* key, const char** value, int* valueLen);
+ncclResult_t pncclParamGetParameter(const char* key, const char** value, int* valueLen);
+
+/// Every parameter's key.
+ncclResult_t ncclParamGetAllParameterKeys(const char*** table, int* tableLen);
+ncclResult_t pncclParamGetAllParameterKeys(const char*** table, int* tableLen);
+
+/// Write every parameter and its value to the log (INFO).
+void ncclParamDumpAll(void);
+void pncclParamDumpAll(void);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -144,3 +144,64 @@ ncclResult_t pncclGroupEnd(void) { return ncclGroupEnd(); }
 ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   return ncclGroupSimulateEnd(simInfo);
 }
+
+// ---- NCCL 2.30 additions ----------------------------------------------------------------
+ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
+  return ncclCommGetUniqueId(comm, uniqueId);
+}
+ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                           ncclComm_t* newcomm, ncclConfig_t* config) {
+  return ncclCommGrow(comm, nRanks, uniqueId, rank, newcomm, config);
+}
+ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags) { return ncclCommSuspend(comm, flags); }
+ncclResult_t pncclCommResume(ncclComm_t comm) { return ncclCommResume(comm); }
+ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value) {
+  return ncclCommMemStats(comm, stat, value);
+}
+ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr) {
+  return ncclWinGetUserPtr(comm, win, outUserPtr);
+}
+ncclResult_t pncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype,
+                            int peer, ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx,
+                            int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream) {
+  return ncclPutSignal(localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx,
+                       flags, comm, stream);
+}
+ncclResult_t pncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                         cudaStream_t stream) {
+  return ncclSignal(peer, sigIdx, ctx, flags, comm, stream);
+}
+ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                             cudaStream_t stream) {
+  return ncclWaitSignal(nDesc, signalDescs, comm, stream);
+}
+ncclResult_t pncclParamBind(ncclParamHandle_t* out, const char* key) {
+  return ncclParamBind(out, key);
+}
+ncclResult_t pncclParamGetI8(ncclParamHandle_t h, int8_t* out) { return ncclParamGetI8(h, out); }
+ncclResult_t pncclParamGetI16(ncclParamHandle_t h, int16_t* out) { return ncclParamGetI16(h, out); }
+ncclResult_t pncclParamGetI32(ncclParamHandle_t h, int32_t* out) { return ncclParamGetI32(h, out); }
+ncclResult_t pncclParamGetI64(ncclParamHandle_t h, int64_t* out) { return ncclParamGetI64(h, out); }
+ncclResult_t pncclParamGetU8(ncclParamHandle_t h, uint8_t* out) { return ncclParamGetU8(h, out); }
+ncclResult_t pncclParamGetU16(ncclParamHandle_t h, uint16_t* out) {
+  return ncclParamGetU16(h, out);
+}
+ncclResult_t pncclParamGetU32(ncclParamHandle_t h, uint32_t* out) {
+  return ncclParamGetU32(h, out);
+}
+ncclResult_t pncclParamGetU64(ncclParamHandle_t h, uint64_t* out) {
+  return ncclParamGetU64(h, out);
+}
+ncclResult_t pncclParamGetStr(ncclParamHandle_t h, const char** out) {
+  return ncclParamGetStr(h, out);
+}
+ncclResult_t pncclParamGet(ncclParamHandle_t h, void* out, int maxLen, int* len) {
+  return ncclParamGet(h, out, maxLen, len);
+}
+ncclResult_t pncclParamGetParameter(const char* key, const char** value, int* valueLen) {
+  return ncclParamGetParameter(key, value, valueLen);
+}
+ncclResult_t pncclParamGetAllParameterKeys(const char*** table, int* tableLen) {
+  return ncclParamGetAllParameterKeys(table, tableLen);
+}
+void pncclParamDumpAll(void) { ncclParamDumpAll(); }

@@ -8,7 +8,7 @@ foreach(var CC NM BRAID_INCLUDE LIB)
   endif()
 endforeach()
 
-execute_process(COMMAND ${CC} -E -P -x c -DBRAID_NO_CUDA_HEADERS -I${BRAID_INCLUDE}
+execute_process(COMMAND ${CC} -E -P -x c -DBRAID_NO_CUDA_HEADERS -DNCCL_OS_LINUX -I${BRAID_INCLUDE}
                         ${BRAID_INCLUDE}/nccl.h
                 OUTPUT_VARIABLE text RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)

@@ -1,11 +1,12 @@
-# cmake -DCC=<C compiler> -DBRAID_INCLUDE=<dir> -DNVIDIA_INCLUDE=<dir> -DSIG=<probe> \
-#       -P function_list.cmake
+# cmake -DCC=<C compiler> -DBRAID_INCLUDE=<dir> -DNVIDIA_INCLUDE=<dir> -DCUDA_INCLUDE=<dir> \
+#       -DSIG=<probe> -P function_list.cmake
 # The set of functions each nccl.h declares: both headers are preprocessed (no comments,
 # no macros) and every identifier p?nccl... followed by "(" is collected. Fails unless the
 # two sets are equal and signature_probe (SIG) prints a signature for every one of them,
 # so a function added to one header cannot slip past the signature comparison.
+# NCCL_OS_LINUX is defined, as the probes do, so that ncclResetDebugInit is declared.
 cmake_minimum_required(VERSION 3.22)
-foreach(var CC BRAID_INCLUDE NVIDIA_INCLUDE SIG)
+foreach(var CC BRAID_INCLUDE NVIDIA_INCLUDE CUDA_INCLUDE SIG)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "function_list.cmake: -D${var}=... is required")
   endif()
@@ -28,8 +29,10 @@ function(declared_functions out header)
   set(${out} ${names} PARENT_SCOPE)
 endfunction()
 
-declared_functions(ours ${BRAID_INCLUDE}/nccl.h -DBRAID_NO_CUDA_HEADERS -I${BRAID_INCLUDE})
-declared_functions(theirs ${NVIDIA_INCLUDE}/nccl.h -I${NVIDIA_INCLUDE})
+declared_functions(ours ${BRAID_INCLUDE}/nccl.h -DBRAID_NO_CUDA_HEADERS -DNCCL_OS_LINUX
+                   -I${BRAID_INCLUDE})
+declared_functions(theirs ${NVIDIA_INCLUDE}/nccl.h -DNCCL_OS_LINUX -I${NVIDIA_INCLUDE}
+                   -I${CUDA_INCLUDE})
 list(LENGTH ours n_ours)
 list(LENGTH theirs n_theirs)
 message("Braid's nccl.h declares ${n_ours} functions, NVIDIA's ${n_theirs}")
@@ -42,7 +45,7 @@ if(only_ours OR only_theirs)
   message(FATAL_ERROR "function sets differ:\n  only in Braid's : ${only_ours}\n"
                       "  only in NVIDIA's: ${only_theirs}")
 endif()
-if(n_ours LESS 80)
+if(n_ours LESS 110)
   message(FATAL_ERROR "only ${n_ours} functions found: the scan is broken")
 endif()
 

@@ -40,6 +40,9 @@ static void types(void) {
   TYPE(ncclScalarResidence_t);
   TYPE(ncclConfig_t);
   TYPE(ncclSimInfo_t);
+  TYPE(ncclCommMemStat_t);
+  TYPE(ncclWaitSignalDesc_t);
+  TYPE(ncclParamHandle_t);
   FIELD(ncclUniqueId, internal);
   FIELD(ncclConfig_t, size);
   FIELD(ncclConfig_t, magic);
@@ -58,10 +61,18 @@ static void types(void) {
   FIELD(ncclConfig_t, nvlsCTAs);
   FIELD(ncclConfig_t, nChannelsPerNetPeer);
   FIELD(ncclConfig_t, nvlinkCentricSched);
+  FIELD(ncclConfig_t, graphUsageMode);
+  FIELD(ncclConfig_t, numRmaCtx);
+  FIELD(ncclConfig_t, maxP2pPeers);
+  FIELD(ncclConfig_t, graphStreamOrdering);
   FIELD(ncclSimInfo_t, size);
   FIELD(ncclSimInfo_t, magic);
   FIELD(ncclSimInfo_t, version);
   FIELD(ncclSimInfo_t, estimatedTime);
+  FIELD(ncclWaitSignalDesc_t, opCnt);
+  FIELD(ncclWaitSignalDesc_t, peer);
+  FIELD(ncclWaitSignalDesc_t, sigIdx);
+  FIELD(ncclWaitSignalDesc_t, ctx);
 }
 
 static void enums(void) {
@@ -73,6 +84,7 @@ static void enums(void) {
   INT(ncclInvalidUsage);
   INT(ncclRemoteError);
   INT(ncclInProgress);
+  INT(ncclTimeout);
   INT(ncclNumResults);
   INT(ncclNumOps_dummy);
   INT(ncclSum);
@@ -102,6 +114,10 @@ static void enums(void) {
   INT(ncclNumTypes);
   INT(ncclScalarDevice);
   INT(ncclScalarHostImmediate);
+  INT(ncclStatGpuMemSuspend);
+  INT(ncclStatGpuMemSuspended);
+  INT(ncclStatGpuMemPersist);
+  INT(ncclStatGpuMemTotal);
 }
 
 static void macros(void) {
@@ -113,6 +129,7 @@ static void macros(void) {
   CONST(NCCL_VERSION(2, 8, 4));
   CONST(NCCL_VERSION(2, 9, 0));
   CONST(NCCL_VERSION(2, 28, 9));
+  CONST(NCCL_VERSION(2, 30, 7));
   CONST(NCCL_VERSION(3, 0, 1));
   CONST(NCCL_VERSION(1, 20, 3));
   CONST(NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH));
@@ -126,6 +143,9 @@ static void macros(void) {
   printf("NCCL_UNDEF_FLOAT %a sizeof %zu\n", (double)NCCL_UNDEF_FLOAT, sizeof(NCCL_UNDEF_FLOAT));
   CONST(NCCL_WIN_DEFAULT);
   CONST(NCCL_WIN_COLL_SYMMETRIC);
+  CONST(NCCL_WIN_STRICT_ORDERING);
+  CONST(NCCL_API_MAGIC);
+  CONST(NCCL_SUSPEND_MEM);
   CONST(NCCL_WIN_REQUIRED_ALIGNMENT);
   CONST(NCCL_CTA_POLICY_DEFAULT);
   CONST(NCCL_CTA_POLICY_EFFICIENCY);
@@ -155,6 +175,10 @@ static void initializers(void) {
   INT(c.nvlsCTAs);
   INT(c.nChannelsPerNetPeer);
   INT(c.nvlinkCentricSched);
+  INT(c.graphUsageMode);
+  INT(c.numRmaCtx);
+  INT(c.maxP2pPeers);
+  INT(c.graphStreamOrdering);
   INT(s.size);
   INT(s.magic);
   INT(s.version);

@@ -27,6 +27,9 @@ int main() {
   TY(ncclDataType_t);
   TY(ncclScalarResidence_t);
   TY(cudaStream_t);
+  TY(ncclCommMemStat_t);
+  TY(ncclWaitSignalDesc_t);
+  TY(ncclParamHandle_t);
 
   FN(ncclMemAlloc);
   FN(ncclMemFree);
@@ -69,5 +72,29 @@ int main() {
   FN(ncclGroupStart);
   FN(ncclGroupEnd);
   FN(ncclGroupSimulateEnd);
+  // NCCL 2.30
+  FN(ncclCommGetUniqueId);
+  FN(ncclCommGrow);
+  FN(ncclCommSuspend);
+  FN(ncclCommResume);
+  FN(ncclCommMemStats);
+  FN(ncclWinGetUserPtr);
+  FN(ncclPutSignal);
+  FN(ncclSignal);
+  FN(ncclWaitSignal);
+  FN(ncclParamBind);
+  FN(ncclParamGetI8);
+  FN(ncclParamGetI16);
+  FN(ncclParamGetI32);
+  FN(ncclParamGetI64);
+  FN(ncclParamGetU8);
+  FN(ncclParamGetU16);
+  FN(ncclParamGetU32);
+  FN(ncclParamGetU64);
+  FN(ncclParamGetStr);
+  FN(ncclParamGet);
+  FN(ncclParamGetParameter);
+  FN(ncclParamGetAllParameterKeys);
+  FN(ncclParamDumpAll);
   return 0;
 }
