@@ -173,3 +173,28 @@ if(abi_228_version GREATER_EQUAL 22800 AND abi_228_version LESS 22900 AND
 else()
   abi_programs("_2_28" "" "" "no NVIDIA NCCL 2.28 nccl.h in ${BRAID_NVIDIA_NCCL228_INCLUDE} (found version code ${abi_228_version})")
 endif()
+
+# ---- braidGetNcclApi next to another NCCL (the PyTorch situation) -----------------------
+#   abi.api_table   NVIDIA's libnccl.so.2 loaded RTLD_GLOBAL first; a library linked to
+#                   libbraid.so then binds plain names to NVIDIA's, but every member of
+#                   braidGetNcclApi() is Braid's and runs 2 ranks on host memory.
+set(abi_table_other "")
+foreach(candidate ${abi_nvidia_library} ${BRAID_NVIDIA_NCCL228_LIBRARY})
+  if(NOT abi_table_other AND EXISTS ${candidate})
+    set(abi_table_other ${candidate})
+  endif()
+endforeach()
+add_library(abi_table_user SHARED ${abi_dir}/api_table_user.c)
+target_link_libraries(abi_table_user PRIVATE braid Threads::Threads ${CMAKE_DL_LIBS})
+target_compile_options(abi_table_user PRIVATE ${abi_c_warnings})
+add_executable(abi_api_table_host ${abi_dir}/api_table_host.c)
+target_link_libraries(abi_api_table_host PRIVATE ${CMAKE_DL_LIBS})
+if(abi_table_other)
+  get_filename_component(abi_table_other_dir ${abi_table_other} DIRECTORY)
+  add_test(NAME abi.api_table COMMAND abi_api_table_host ${abi_table_other}
+                                      $<TARGET_FILE:abi_table_user>)
+  set_tests_properties(abi.api_table PROPERTIES LABELS abi TIMEOUT 180
+    ENVIRONMENT "LD_LIBRARY_PATH=${abi_table_other_dir}")
+else()
+  abi_skipped_test(abi.api_table "no NVIDIA libnccl.so.2 to load beside Braid")
+endif()
