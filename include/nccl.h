@@ -596,8 +596,9 @@ ncclResult_t pncclParamGetU64(ncclParamHandle_t h, uint64_t* out);
 ncclResult_t ncclParamGetStr(ncclParamHandle_t h, const char** out);
 ncclResult_t pncclParamGetStr(ncclParamHandle_t h, const char** out);
 
-/// Copy the parameter's text (with its terminating NUL) into out, at most maxLen bytes;
-/// *len is the whole length.
+/// Copy the parameter's value into out as raw bytes (an integer parameter: its int64_t;
+/// a boolean: a bool; a string: its text and NUL); *len is the bytes copied. A value
+/// larger than maxLen is refused (ncclInvalidArgument, *len = 0).
 ncclResult_t ncclParamGet(ncclParamHandle_t h, void* out, int maxLen, int* len);
 ncclResult_t pncclParamGet(ncclParamHandle_t h, void* out, int maxLen, int* len);
 
@@ -609,7 +610,7 @@ ncclResult_t pncclParamGetParameter(const char* key, const char** value, int* va
 ncclResult_t ncclParamGetAllParameterKeys(const char*** table, int* tableLen);
 ncclResult_t pncclParamGetAllParameterKeys(const char*** table, int* tableLen);
 
-/// Write every parameter and its value to the log (INFO).
+/// Print every parameter, its value, where the value came from and its default (stdout).
 void ncclParamDumpAll(void);
 void pncclParamDumpAll(void);
 

@@ -241,6 +241,10 @@ ncclResult_t checkCommUsable(ncclComm_t handle, const char* call) {
   if (c->finalized)
     return setError(ncclInvalidUsage, c, "%s: communicator (%s) was finalized", call,
                     c->who().c_str());
+  if (c->suspended.load())
+    return setError(ncclInvalidUsage, c,
+                    "%s: communicator (%s) is suspended (ncclCommSuspend); call "
+                    "ncclCommResume on every rank first", call, c->who().c_str());
   return ncclSuccess;
 }
 

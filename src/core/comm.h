@@ -79,6 +79,8 @@ struct Comm : public ConnTable {
   std::thread initThread;  ///< nonblocking init
   std::mutex execMutex;    ///< held while a thread executes this comm's work
   std::atomic<int> queuedBatches{0};  ///< batches waiting on host streams
+  /// ncclCommSuspend .. ncclCommResume: new work is refused (checkCommUsable).
+  std::atomic<bool> suspended{false};
 
   // ---- issue order -----------------------------------------------------------
   // NCCL runs a communicator's operations in the order they were issued, whatever the

@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "src/config/params.h"
@@ -19,6 +20,7 @@
 #include "src/device/cuda_rt.h"
 #include "src/core/error.h"
 #include "src/core/group.h"
+#include "src/core/init.h"
 #include "src/core/machine.h"
 
 namespace braid {
@@ -48,12 +50,14 @@ uint64_t hostHash() {
   return id.empty() ? machineHash() : fnv1a(id.data(), id.size());
 }
 
+/// Unique per process, also in a child forked after the parent made a communicator
+/// (the pid is mixed in at each call, so such a child never passes for its parent).
 uint64_t processToken() {
-  static const uint64_t token = [] {
+  static const uint64_t seed = [] {
     std::random_device rd;
-    return (uint64_t(rd()) << 32) ^ rd() ^ uint64_t(getpid());
+    return (uint64_t(rd()) << 32) ^ rd();
   }();
-  return token;
+  return seed ^ uint64_t(getpid());
 }
 
 /// What every rank must agree on (checked at init).
@@ -127,6 +131,22 @@ ncclResult_t readConfig(const ncclConfig_t* user, ncclConfig_t* out, const char*
   if (out->blocking != NCCL_CONFIG_UNDEF_INT && out->blocking != 0 && out->blocking != 1)
     return setError(ncclInvalidArgument, nullptr, "%s: config->blocking must be 0 or 1, not %d",
                     call, out->blocking);
+  // The 2.30 fields (NCCL_CONFIG_UNDEF_INT: the default), with NCCL 2.30's ranges. A
+  // 2.28 config (smaller size) leaves them at the initializer's values.
+  if (out->graphUsageMode != NCCL_CONFIG_UNDEF_INT &&
+      (out->graphUsageMode < 0 || out->graphUsageMode > 2))
+    return setError(ncclInvalidArgument, nullptr, "%s: config->graphUsageMode must be 0, 1 or "
+                    "2, not %d", call, out->graphUsageMode);
+  if (out->numRmaCtx != NCCL_CONFIG_UNDEF_INT && out->numRmaCtx < 0)
+    return setError(ncclInvalidArgument, nullptr, "%s: config->numRmaCtx must be >= 0, not %d",
+                    call, out->numRmaCtx);
+  if (out->maxP2pPeers != NCCL_CONFIG_UNDEF_INT && out->maxP2pPeers <= 0)
+    return setError(ncclInvalidArgument, nullptr, "%s: config->maxP2pPeers must be >= 1, not "
+                    "%d", call, out->maxP2pPeers);
+  if (out->graphStreamOrdering != NCCL_CONFIG_UNDEF_INT && out->graphStreamOrdering != 0 &&
+      out->graphStreamOrdering != 1)
+    return setError(ncclInvalidArgument, nullptr, "%s: config->graphStreamOrdering must be 0 "
+                    "or 1, not %d", call, out->graphStreamOrdering);
   return ncclSuccess;
 }
 
@@ -368,6 +388,28 @@ ncclResult_t splitJob(Comm* parent, uint64_t ticket, int color, int key, Comm* c
 }
 
 }  // namespace
+
+// ---- for ncclCommGrow (init.h) ------------------------------------------------------
+
+ncclResult_t readCommConfig(const ncclConfig_t* user, ncclConfig_t* out, const char* call) {
+  return readConfig(user, out, call);
+}
+
+ncclResult_t initCommRank(Comm* comm, int nranks, const ncclUniqueId& id, int rank,
+                          const ncclConfig_t& cfg, int cudaDev) {
+  return commInit(comm, nranks, id, rank, cfg, cudaDev);
+}
+
+ncclResult_t launchCommInit(ncclComm_t* out, const ncclConfig_t& cfg,
+                            std::function<ncclResult_t(Comm*)> job) {
+  return launchInit(out, cfg, std::move(job));
+}
+
+ncclResult_t runOnParentBootstrap(Comm* parent, uint64_t ticket, Comm* child,
+                                  const std::function<ncclResult_t(Bootstrap&)>& fn) {
+  return onParentBootstrap(parent, ticket, false, child, fn);
+}
+
 }  // namespace braid
 
 using namespace braid;
