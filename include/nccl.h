@@ -515,8 +515,8 @@ ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, in
 /* ---- one-sided ---------------------------------------------------------------------------
  * The target's memory is a window (ncclCommWindowRegister); the target takes no part
  * until it waits for the signals. Operations to one peer and context are delivered, and
- * their signals raised, in program order. sigIdx, ctx and flags are 0 (ctx may go up to
- * ncclConfig_t.numRmaCtx - 1 in Braid). All three are [host-ok]. */
+ * their signals raised, in program order. sigIdx, ctx and flags must be 0 (as in NCCL
+ * 2.30). All three are [host-ok]. */
 
 /// Write count elements of localbuff into rank peer's window peerWin at byte offset
 /// peerWinOffset, then raise signal (sigIdx, ctx) there.

@@ -153,6 +153,20 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
                     "%d-byte aligned (buff %p)", NCCL_WIN_REQUIRED_ALIGNMENT, buff);
   Registration* r = nullptr;
   BRAID_CHECK(addRegistration(c, buff, size, /*window=*/true, winFlags, &r));
+  // Collective: every rank learns how to reach every rank's part of the window (and the
+  // first window sets up the one-sided state, src/rma/rma.h). In a group the exchange
+  // runs at ncclGroupEnd, concurrently with the group's other registrations and inits.
+  auto exchange = [c, r]() {
+    ncclResult_t res = rmaExchangeWindow(c, r);
+    if (res != ncclSuccess)
+      (void)removeRegistration(c, r, /*window=*/true, "ncclCommWindowRegister");
+    return res;
+  };
+  if (inGroup()) {
+    groupDeferInit(exchange);
+  } else {
+    BRAID_CHECK(exchange());
+  }
   *win = reinterpret_cast<ncclWindow_t>(r);
   return ncclSuccess;
 }

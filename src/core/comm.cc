@@ -30,7 +30,9 @@ void Comm::releaseResources() {
     devRecvs.clear();
     device.reset();
   }
-  // Connections go first (they may reference proxy state), then the bootstrap.
+  // One-sided state first (its agent entry points at this comm), then connections (they
+  // may reference proxy state), then the bootstrap.
+  rma.reset();
   sends.clear();
   recvs.clear();
   bootstrap.reset();

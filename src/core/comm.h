@@ -19,6 +19,7 @@
 #include "src/bootstrap/bootstrap.h"
 #include "src/core/op.h"
 #include "src/exec/engine.h"
+#include "src/rma/rma.h"
 #include "transports/transport.h"
 
 namespace braid {
@@ -126,6 +127,9 @@ struct Comm : public ConnTable {
   /// The CUDA executor's state (launch control words, plan images, watchdog); made on
   /// the first op on device buffers.
   std::unique_ptr<DeviceComm> device;
+  /// One-sided operations (src/rma/rma.h): signal counters, per-peer paths; made by the
+  /// first ncclCommWindowRegister.
+  std::unique_ptr<RmaState, RmaStateDeleter> rma;
   /// Ask the connections' transports whether `peer` is still there.
   ncclResult_t checkPeer(int peer, std::string* why);
   /// Mark every connection closed (peers then fail fast instead of timing out).

@@ -2,6 +2,9 @@
 // group layer records it until ncclGroupEnd.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "algorithms/plan.h"
 #include "nccl.h"
@@ -38,6 +41,13 @@ struct OpRecord {
   /// For a PreMulSum op (op >= ncclNumOps): the op as it was when the call was made,
   /// so destroying or reusing the handle afterwards cannot change queued work.
   UserRedOp userOp;
+  /// One-sided ops (src/rma): an RmaKind (0: not one-sided). A put writes `count`
+  /// elements of sendbuff into rank `root`'s part of window rmaWin at byte rmaOffset; a
+  /// signal raises root's counter; a wait waits for rmaWaits.
+  uint8_t rma = 0;
+  const void* rmaWin = nullptr;
+  size_t rmaOffset = 0;
+  std::shared_ptr<const std::vector<ncclWaitSignalDesc_t>> rmaWaits;
 };
 
 }  // namespace braid

@@ -131,6 +131,14 @@ const Registration* findRegistration(const Comm* comm, const void* p, size_t byt
   return best;
 }
 
+const Registration* findWindow(const void* handle) {
+  Registry& g = registry();
+  if (handle == nullptr || g.total.load(std::memory_order_acquire) == 0) return nullptr;
+  std::lock_guard<std::mutex> lock(g.mu);
+  auto l = g.live.find(static_cast<const Registration*>(handle));
+  return l != g.live.end() && l->first->window ? l->first : nullptr;
+}
+
 size_t registrationCount(const Comm* comm) {
   Registry& g = registry();
   std::lock_guard<std::mutex> lock(g.mu);

@@ -11,6 +11,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "nccl.h"
 #include "src/device/cuda_rt.h"
@@ -18,6 +19,18 @@
 namespace braid {
 
 struct Comm;
+
+/// What a window's owner told the other ranks about it (ncclCommWindowRegister is
+/// collective: src/rma/rma.cc exchanges these).
+struct WindowPeer {
+  uint64_t addr = 0;  ///< the window's address in its owner's process
+  uint64_t size = 0;
+  MemKind kind = MemKind::kHost;
+  int device = -1;
+  bool hasIpc = false;
+  unsigned char ipcHandle[kCudaIpcHandleBytes] = {};
+  uint64_t ipcOffset = 0;
+};
 
 /// One registered range of a communicator.
 struct Registration {
@@ -34,6 +47,9 @@ struct Registration {
   bool hasIpc = false;
   unsigned char ipcHandle[kCudaIpcHandleBytes] = {};
   size_t ipcOffset = 0;
+  /// Windows only, once exchanged with every rank (rmaExchangeWindow): index = rank.
+  std::vector<WindowPeer> peers;
+  bool exchanged = false;
 
   /// Whether [p, p + bytes) lies inside this range.
   bool covers(const void* p, size_t bytes) const;
@@ -55,6 +71,10 @@ ncclResult_t removeRegistration(Comm* comm, const void* handle, bool window, con
 /// communicator forgotten: as in NCCL, a buffer must not be deregistered while
 /// operations that use it are in flight. Cheap (no lock) when nothing is registered.
 const Registration* findRegistration(const Comm* comm, const void* p, size_t bytes);
+
+/// The live window record `handle` names (any communicator), or null. Valid as long as
+/// findRegistration's answers are.
+const Registration* findWindow(const void* handle);
 
 /// Number of live records of comm (tests, diagnostics).
 size_t registrationCount(const Comm* comm);

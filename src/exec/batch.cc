@@ -17,6 +17,7 @@
 #include "src/exec/connect.h"
 #include "src/exec/engine.h"
 #include "src/reduce/reducer.h"
+#include "src/rma/rma.h"
 
 namespace braid {
 namespace {
@@ -328,6 +329,36 @@ ncclResult_t buildWorks(const std::vector<OpRecord>& ops, Scratch& sc) {
   return ncclSuccess;
 }
 
+/// The two-sided part of a batch (execution locks held): device ops to the CUDA
+/// executor, the rest through the host progress loop.
+ncclResult_t runOps(const std::vector<OpRecord>& ops, Scratch& sc, std::vector<Comm*>& comms) {
+  // Ops on device buffers go to the CUDA executor (enqueued on their streams); the
+  // rest run here, to completion.
+  const std::vector<OpRecord>* hostOps = &ops;
+  std::vector<OpRecord> hostOnly;
+  ncclResult_t r = ncclSuccess;
+  if (std::any_of(ops.begin(), ops.end(),
+                  [](const OpRecord& op) { return op.mem == MemKind::kDevice; })) {
+    std::vector<const OpRecord*> devOps;
+    for (const OpRecord& op : ops) {
+      if (op.mem == MemKind::kDevice) devOps.push_back(&op);
+      else hostOnly.push_back(op);
+    }
+    r = executeDeviceOps(devOps);
+    if (r != ncclSuccess && !hostOnly.empty())
+      for (Comm* c : comms) c->fatal(r);  // the host ops are dropped: tell their peers
+    if (r != ncclSuccess || hostOnly.empty()) return r;
+    hostOps = &hostOnly;
+  }
+  r = buildWorks(*hostOps, sc);
+  if (r == ncclSuccess) r = sc.connector.connect();
+  if (r != ncclSuccess) {
+    for (Comm* c : comms) c->fatal(r);
+    return r;
+  }
+  return runAll(sc);
+}
+
 }  // namespace
 
 PlanArgs planArgsFor(const Comm* comm, const OpRecord& op) {
@@ -411,31 +442,28 @@ ncclResult_t executeBatch(const Batch& batch) {
                       "comm %p was aborted or destroyed while its work was queued",
                       static_cast<void*>(c));
 
-  // Ops on device buffers go to the CUDA executor (enqueued on their streams); the
-  // rest run here, to completion.
-  const std::vector<OpRecord>* hostOps = &batch.ops;
-  std::vector<OpRecord> hostOnly;
+  // One-sided ops (src/rma): puts and signals first (they never wait for a peer), then
+  // the two-sided ops, then the waits, so that a wait never holds back work its peers
+  // need. Within each part the call order is kept.
+  if (std::none_of(batch.ops.begin(), batch.ops.end(),
+                   [](const OpRecord& op) { return op.rma != 0; }))
+    return runOps(batch.ops, sc, comms);
+  std::vector<OpRecord> twoSided;
+  std::vector<const OpRecord*> waits;
+  for (const OpRecord& op : batch.ops) {
+    if (op.rma == 0) twoSided.push_back(op);
+    else if (op.rma == uint8_t(RmaKind::kWaitSignal)) waits.push_back(&op);
+  }
   ncclResult_t r = ncclSuccess;
-  if (std::any_of(batch.ops.begin(), batch.ops.end(),
-                  [](const OpRecord& op) { return op.mem == MemKind::kDevice; })) {
-    std::vector<const OpRecord*> devOps;
-    for (const OpRecord& op : batch.ops) {
-      if (op.mem == MemKind::kDevice) devOps.push_back(&op);
-      else hostOnly.push_back(op);
-    }
-    r = executeDeviceOps(devOps);
-    if (r != ncclSuccess && !hostOnly.empty())
-      for (Comm* c : comms) c->fatal(r);  // the host ops are dropped: tell their peers
-    if (r != ncclSuccess || hostOnly.empty()) return r;
-    hostOps = &hostOnly;
-  }
-  r = buildWorks(*hostOps, sc);
-  if (r == ncclSuccess) r = sc.connector.connect();
-  if (r != ncclSuccess) {
-    for (Comm* c : comms) c->fatal(r);
-    return r;
-  }
-  return runAll(sc);
+  for (const OpRecord& op : batch.ops)
+    if (r == ncclSuccess && op.rma != 0 && op.rma != uint8_t(RmaKind::kWaitSignal))
+      r = rmaExecute(op);
+  if (r == ncclSuccess && !twoSided.empty()) r = runOps(twoSided, sc, comms);
+  else if (r != ncclSuccess && !twoSided.empty())
+    for (Comm* c : comms) c->fatal(r);  // the two-sided ops are dropped: tell their peers
+  for (const OpRecord* w : waits)
+    if (r == ncclSuccess) r = rmaExecute(*w);
+  return r;
 }
 
 float estimateBatchUs(const std::vector<OpRecord>& ops) {
@@ -444,6 +472,7 @@ float estimateBatchUs(const std::vector<OpRecord>& ops) {
   // ranks of one process driving several), so the group takes the slowest one's sum.
   std::vector<std::pair<Comm*, double>> perComm;
   for (const OpRecord& op : ops) {
+    if (op.rma != 0) continue;  // one-sided ops have no plan (and no cost model yet)
     Task t;
     {
       // The plan cache is the executing thread's: take its lock.
