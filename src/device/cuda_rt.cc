@@ -217,6 +217,9 @@ MemKind pointerKind(const void* p, int* device) {
   if (p == nullptr || !available()) return MemKind::kHost;
   cudaPointerAttributes attr;
   memset(&attr, 0, sizeof(attr));
+  // Called on every op, also while the caller captures a stream: relaxed, so that the
+  // query can never count as an unsafe call during a capture.
+  CaptureRelaxed relaxed;
   cudaError_t e = cudaPointerGetAttributes(&attr, p);
   if (e != cudaSuccess) {
     clearCudaError();
@@ -449,11 +452,18 @@ bool streamCapturing(cudaStream_t s) {
     clearCudaError();
     return e == cudaErrorStreamCaptureImplicit;
   }
-  return st == cudaStreamCaptureStatusActive;
+  // Invalidated counts as capturing: the capture is still open (the caller must not
+  // treat the stream as an ordinary one, e.g. wait on events recorded outside it).
+  return st != cudaStreamCaptureStatusNone;
 }
 
 int streamDevice(cudaStream_t s) {
   if (!available()) return -1;
+  // cudaStreamGetDevice (cuStreamGetDevice) is not permitted on a stream being
+  // captured: it fails with cudaErrorStreamCaptureUnsupported and invalidates the
+  // capture (the GPU tests' GpuGraph/GpuGroup failures). cudaStreamIsCapturing is
+  // capture-safe: a capturing stream's device is "unknown".
+  if (s != nullptr && streamCapturing(s)) return -1;
   int d = -1;
   cudaError_t e = cudaStreamGetDevice(s, &d);
   if (e != cudaSuccess) {

@@ -9,6 +9,7 @@
 #include "src/core/comm.h"
 #include "src/core/error.h"
 #include "src/device/cuda_rt.h"
+#include "src/device/dev_kernel.h"
 
 namespace braid {
 namespace {
@@ -61,6 +62,9 @@ DeviceComm::~DeviceComm() {
 
 ncclResult_t DeviceComm::init() {
   cudart::CaptureRelaxed relaxed;
+  // Every kernel loaded before this comm's first launch (lazy loading could otherwise
+  // deadlock thread ranks, or load inside a stream capture).
+  BRAID_CHECK(preloadDevKernels());
   void* dev = nullptr;
   BRAID_CHECK(cudart::hostAllocMapped(&controlHost_, &dev, sizeof(DevControl)));
   std::memset(controlHost_, 0, sizeof(DevControl));
@@ -70,7 +74,28 @@ ncclResult_t DeviceComm::init() {
   barrier_ = static_cast<uint32_t*>(b);
   BRAID_CHECK(cudart::memsetDevice(barrier_, 0, 4 * sizeof(uint32_t)));
   BRAID_CHECK(cudart::eventCreate(&lastEvent_));
+  warnSharedGpu();
   return ncclSuccess;
+}
+
+void DeviceComm::warnSharedGpu() const {
+  // Ranks of other processes on our GPU: without MPS the GPU runs one process's
+  // context at a time (time slices of ~2 ms), and executor kernels that wait for each
+  // other advance one FIFO's worth per slice (2 ranks on one H200: 2.3 ms per small
+  // all-reduce, 14.8 GB/s). Threads of one process (one context) run side by side.
+  const PeerInfo& me = comm_->peers[size_t(comm_->rank)];
+  if (me.busId[0] == '\0') return;
+  int others = 0;
+  for (const PeerInfo& p : comm_->peers)
+    if (p.rank != me.rank && p.machineHash == me.machineHash &&
+        p.processHash != me.processHash && std::strcmp(p.busId, me.busId) == 0)
+      ++others;
+  if (others > 0)
+    BRAID_WARN("%s: %d rank(s) of other processes use this GPU (%s) too; unless CUDA MPS "
+               "runs, the GPU time-slices between processes and every wait between their "
+               "kernels costs a slice (~2 ms): run such ranks as threads of one process, "
+               "or start MPS (nvidia-cuda-mps-control -d)", comm_->who().c_str(), others,
+               me.busId);
 }
 
 ncclResult_t DeviceComm::image(const DevPlan& dp, const char* algorithm,
@@ -243,6 +268,7 @@ void DeviceComm::startWatchdog() {
 bool DeviceComm::failComm(ncclResult_t code, const std::string& why) {
   std::unique_lock<std::mutex> lock(comm_->execMutex, std::try_to_lock);
   if (!lock.owns_lock()) return false;
+  (void)cudart::setDevice(comm_->cudaDev);  // closing the FIFOs writes device memory
   setError(code, comm_, "%s: device work failed: %s", comm_->who().c_str(), why.c_str());
   BRAID_WARN("%s: device work failed: %s", comm_->who().c_str(), why.c_str());
   comm_->fatal(code);  // closes the host and device connections, stops the kernels
@@ -250,7 +276,9 @@ bool DeviceComm::failComm(ncclResult_t code, const std::string& why) {
 }
 
 void DeviceComm::watchdogLoop() {
-  (void)cudart::setDevice(comm_->cudaDev);
+  // No CUDA call here while things go well: a thread of the process calling CUDA while
+  // another captures a stream in global mode could invalidate that capture. Only
+  // failComm (closing the device connections) makes the comm's device current.
   const DevControl* ctl = static_cast<const DevControl*>(controlHost_);
   const int checkMs = std::max(10, std::min(comm_->settings.peerCheckMs, 200));
   uint64_t lastProgress = loadHost(&ctl->progress);

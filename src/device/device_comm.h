@@ -80,6 +80,8 @@ class DeviceComm {
     const DevPlanImage* hostView = nullptr;      ///< = staging
     const DevPlanImage* dev = nullptr;           ///< = devMem
   };
+  /// Warns (once per comm) when ranks of other processes share this comm's GPU.
+  void warnSharedGpu() const;
   void startWatchdog();
   void watchdogLoop();
   /// Fails the communicator (error message, asyncError, kernels stopped, FIFOs closed).

@@ -17,5 +17,17 @@ ncclResult_t launchInt(const DevLaunch& l, ncclDataType_t type, DevRed red, cuda
   return setError(ncclInternalError, nullptr, "CUDA executor: datatype %d is not in launchInt", int(type));
 }
 
+/// Loads every kernel of this file (see preload in kernel_impl.cuh).
+cudaError_t preloadInt() {
+  cudaError_t e = cudaSuccess;
+  if (e == cudaSuccess) e = preloadReducing<ncclInt8>();
+  if (e == cudaSuccess) e = preloadReducing<ncclUint8>();
+  if (e == cudaSuccess) e = preloadReducing<ncclInt32>();
+  if (e == cudaSuccess) e = preloadReducing<ncclUint32>();
+  if (e == cudaSuccess) e = preloadReducing<ncclInt64>();
+  if (e == cudaSuccess) e = preloadReducing<ncclUint64>();
+  return e;
+}
+
 }  // namespace devkern
 }  // namespace braid

@@ -14,5 +14,14 @@ ncclResult_t launchNarrow(const DevLaunch& l, ncclDataType_t type, DevRed red, c
   return setError(ncclInternalError, nullptr, "CUDA executor: datatype %d is not in launchNarrow", int(type));
 }
 
+/// Loads every kernel of this file (see preload in kernel_impl.cuh).
+cudaError_t preloadNarrow() {
+  cudaError_t e = cudaSuccess;
+  if (e == cudaSuccess) e = preloadReducing<ncclBfloat16>();
+  if (e == cudaSuccess) e = preloadReducing<ncclFloat8e4m3>();
+  if (e == cudaSuccess) e = preloadReducing<ncclFloat8e5m2>();
+  return e;
+}
+
 }  // namespace devkern
 }  // namespace braid

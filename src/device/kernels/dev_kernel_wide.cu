@@ -14,5 +14,14 @@ ncclResult_t launchWide(const DevLaunch& l, ncclDataType_t type, DevRed red, cud
   return setError(ncclInternalError, nullptr, "CUDA executor: datatype %d is not in launchWide", int(type));
 }
 
+/// Loads every kernel of this file (see preload in kernel_impl.cuh).
+cudaError_t preloadWide() {
+  cudaError_t e = cudaSuccess;
+  if (e == cudaSuccess) e = preloadReducing<ncclFloat32>();
+  if (e == cudaSuccess) e = preloadReducing<ncclFloat64>();
+  if (e == cudaSuccess) e = preloadReducing<ncclFloat16>();
+  return e;
+}
+
 }  // namespace devkern
 }  // namespace braid

@@ -204,6 +204,29 @@ ncclResult_t launch(const DevLaunch& l, cudaStream_t s) {
   return ncclSuccess;
 }
 
+/// Makes CUDA load devKernel<Tr, R> now (cudaFuncGetAttributes). With lazy module
+/// loading (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2) a kernel is
+/// otherwise loaded at its first launch, and loading may wait for the context's
+/// running kernels: a running executor kernel that waits for a peer rank's kernel in
+/// the same process (thread ranks) then never sees it start, a deadlock. Loading during
+/// a stream capture is also best avoided. See preloadDevKernels.
+template <class Tr, DevRed R>
+cudaError_t preload() {
+  cudaFuncAttributes a;
+  return cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(&devKernel<Tr, R>));
+}
+
+/// preload() for the four reductions of one datatype.
+template <int T>
+cudaError_t preloadReducing() {
+  using Tr = devred::DevTraits<T>;
+  cudaError_t e = preload<Tr, DevRed::kSum>();
+  if (e == cudaSuccess) e = preload<Tr, DevRed::kProd>();
+  if (e == cudaSuccess) e = preload<Tr, DevRed::kMax>();
+  if (e == cudaSuccess) e = preload<Tr, DevRed::kMin>();
+  return e;
+}
+
 /// The four reductions of one datatype.
 template <int T>
 ncclResult_t launchReducing(const DevLaunch& l, DevRed red, cudaStream_t s) {
