@@ -375,22 +375,41 @@ int runAbortInFlight(const RankCtx& r) {
   Mem& m = *r.mem;
   const size_t count = size_t(16) << 20;  // 64 MiB of floats
   const cudaStream_t s = m.stream();
-  if (r.rank != 0) {
-    // Never joins: rank 0's kernel waits on us until it is told to stop.
-    std::this_thread::sleep_for(std::chrono::seconds(3));
-    const ncclResult_t ab = ncclCommAbort(r.comm);
-    std::printf("rank %d: ncclCommAbort (idle) returned %s\n", r.rank, ncclGetErrorString(ab));
-    std::fflush(stdout);
-    _exit(ab == ncclSuccess ? 0 : 1);
-  }
   float* send = static_cast<float*>(m.alloc(count * sizeof(float)));
   float* recv = static_cast<float*>(m.alloc(count * sizeof(float)));
   if (send == nullptr || recv == nullptr) {
     std::fprintf(stderr, "FAIL rank %d: buffers: %s\n", r.rank, m.lastError().c_str());
     return 1;
   }
-  const ncclResult_t res = ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, r.comm, s);
-  if (res != ncclSuccess) {
+  // A call on a nonblocking communicator may return ncclInProgress (as NCCL's do):
+  // then it is done enqueueing once ncclCommGetAsyncError stops saying so.
+  auto enqueued = [&](ncclResult_t res) {
+    const Clock::time_point t0 = Clock::now();
+    ncclResult_t state = res;
+    while (state == ncclInProgress && secondsSince(t0) < 20) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (ncclCommGetAsyncError(r.comm, &state) != ncclSuccess) return false;
+    }
+    return state == ncclSuccess;
+  };
+  // Together first: the first call on a communicator sets its device connections up
+  // with the peer (as NCCL's runtime connection does), so a peer that never calls
+  // would leave the call unable to enqueue at all, not in flight on the GPU.
+  if (!enqueued(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, r.comm, s)) ||
+      !m.sync()) {
+    std::fprintf(stderr, "FAIL rank %d: the first (joint) ncclAllReduce: %s %s\n", r.rank,
+                 ncclGetLastError(r.comm), m.lastError().c_str());
+    return 1;
+  }
+  if (r.rank != 0) {
+    // Never joins the second call: rank 0's kernel waits on us until it is told to stop.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    const ncclResult_t ab = ncclCommAbort(r.comm);
+    std::printf("rank %d: ncclCommAbort (idle) returned %s\n", r.rank, ncclGetErrorString(ab));
+    std::fflush(stdout);
+    _exit(ab == ncclSuccess ? 0 : 1);
+  }
+  if (!enqueued(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, r.comm, s))) {
     std::fprintf(stderr, "FAIL rank 0: ncclAllReduce: %s\n", ncclGetLastError(r.comm));
     return 1;
   }

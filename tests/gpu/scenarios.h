@@ -25,9 +25,12 @@ int runGroup(const RankCtx& r);
 int runKilled(const RankCtx& r, int statusFd);
 
 /// Device work in flight at ncclCommAbort (the communicator was made with nonblocking
-/// init): rank 0 starts a 64 MiB all-reduce that rank 1 never joins, then aborts; the
-/// abort must return and rank 0's stream must drain (the kernel gave up), each within
-/// 20 s. Rank 1 aborts its idle communicator. Runs with the worker's "abort" mode.
+/// init): both ranks run one 64 MiB all-reduce together (the first call sets the
+/// device connections up with the peer, as NCCL's runtime connection does), then rank
+/// 0 starts a second one that rank 1 never joins, and aborts; the abort must return
+/// and rank 0's stream must drain (the kernel gave up), each within 20 s. Rank 1
+/// aborts its idle communicator. A call may return ncclInProgress (nonblocking
+/// communicator). Runs with the worker's "abort" mode.
 int runAbortInFlight(const RankCtx& r);
 
 }  // namespace braid_gpu
