@@ -33,16 +33,25 @@ if ! "$gputest" --has-device; then
   exit 0
 fi
 small=(-b 8 -e 1M -f 16 -n 2 -w 1 -c 1)
+# Each step prints the seconds elapsed as it starts (a slow step shows in the log).
+step_start=$(date +%s)
+step() { echo "perf_device.sh: [$(($(date +%s) - step_start)) s] $*"; }
+step "pass all_reduce_perf -D 1 -t 2 ${small[@]}"
 bash "$runperf" pass -- "$bin/all_reduce_perf" -D 1 -t 2 "${small[@]}" || fail "all_reduce -t 2"
+step "pass all_reduce_perf -D 1 -g 2 ${small[@]}"
 bash "$runperf" pass -- "$bin/all_reduce_perf" -D 1 -g 2 "${small[@]}" || fail "all_reduce -g 2"
+step "pass all_reduce_perf -D 1 -t 2 -b 0 -e 4K -f 16 -n 1 -w 0 -d all "
 bash "$runperf" pass -- "$bin/all_reduce_perf" -D 1 -t 2 -b 0 -e 4K -f 16 -n 1 -w 0 -d all -o all ||
   fail "all_reduce types x ops"
 for coll in all_gather reduce_scatter broadcast reduce alltoall gather scatter sendrecv; do
+  step "pass ${coll}_perf -D 1 -t 2 ${small[@]} -r -1"
   bash "$runperf" pass -- "$bin/${coll}_perf" -D 1 -t 2 "${small[@]}" -r -1 || fail "$coll -t 2"
 done
 if [ -x "$bin/braidrun" ]; then
+  step "pass braidrun -n 2 -- all_reduce_perf -D 1 ${small[@]}"
   bash "$runperf" pass -- "$bin/braidrun" -n 2 -- "$bin/all_reduce_perf" -D 1 "${small[@]}" ||
     fail "all_reduce, 2 processes"
+  step "corrupt braidrun -n 2 -- all_reduce_perf -D 1 ${small[@]}"
   bash "$runperf" corrupt -- "$bin/braidrun" -n 2 -- "$bin/all_reduce_perf" -D 1 "${small[@]}" ||
     fail "a corrupted device result went unnoticed"
 fi
