@@ -2,7 +2,7 @@
 # Installs the Debian packages Braid's build, tests and perf suite need (as root on
 # Debian bookworm). Skips apt entirely when everything is already installed.
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build pkg-config python3 python3-matplotlib
+pkgs=(build-essential cmake ninja-build pkg-config python3 python3-dev python3-venv python3-matplotlib
       libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev
       libopenmpi-dev openmpi-bin libgloo-dev libopenblas-dev iproute2 procps)
 missing=()

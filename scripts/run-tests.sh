@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds Braid and runs every test: the full suite on a normal build, then the
-# multi-rank suites again under ASan+UBSan and under TSan. Usage: scripts/run-tests.sh
+# Builds Braid and runs every test: the full suite on a normal build (with PyTorch's own
+# DDP / FSDP2 / pipelining on the torch_braid backend, in build/venv), then the multi-rank
+# suites again under ASan+UBSan and under TSan. Usage: scripts/run-tests.sh
 # Environment: BRAID_JOBS (build parallelism, default: nproc), BRAID_SKIP_SANITIZERS=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +36,11 @@ sanitized="braid_multirank_test braid_training_core_test braid_training_dist_tes
   braid_training_launch_probe braid_training_parallel_test braid-train braidrun
   braid_device_emu_test"
 
+# PyTorch (pinned, with NVIDIA's NCCL 2.30.7 wheel) for the torch tests, the torch_braid
+# backend and the ABI comparison; where PyPI cannot be reached the venv says SKIPPED and
+# those tests skip with that reason.
+echo "== Python environment (PyTorch) =="
+scripts/setup-python-env.sh build/venv
 echo "== build (RelWithDebInfo) =="
 build build all
 echo "== tests =="

@@ -1,0 +1,27 @@
+// torch_braid._C: the Python face of the backend (see torch_braid/__init__.py).
+#include "api.h"
+#include "process_group.h"
+
+#include <braid/braid.h>
+#include <torch/csrc/utils/pybind.h>
+#include <torch/extension.h>
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "Braid's c10d backend";
+  m.def("create_backend", &torch_braid::createProcessGroupBraid, py::arg("store"),
+        py::arg("rank"), py::arg("size"), py::arg("timeout_seconds"),
+        py::arg("group_name") = std::string(),
+        "Makes the `braid` backend of a process group (collective over the group)");
+  m.def("braid_version", [] { return std::string(braidVersionString()); });
+  m.def("nccl_version", [] {
+    int v = 0;
+    torch_braid::nccl().getVersion(&v);
+    return v;
+  });
+  m.def("build_features", [] { return std::string(braidBuildFeatures()); });
+#ifdef BRAID_TORCH_CUDA
+  m.attr("cuda") = true;
+#else
+  m.attr("cuda") = false;
+#endif
+}

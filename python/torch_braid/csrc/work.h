@@ -1,0 +1,53 @@
+// torch_braid: the c10d::Work of one batch. CPU work completes on the backend's worker
+// thread; CUDA work is stream-ordered (an event recorded on torch's current stream).
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+namespace torch_braid {
+
+class WorkBraid : public c10d::Work {
+ public:
+  WorkBraid(int rank, c10d::OpType type, const char* title, at::Device device,
+            std::vector<at::Tensor> outputs, uint64_t seq, std::chrono::milliseconds timeout);
+  ~WorkBraid() override;
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  std::vector<at::Tensor> result() override;
+  void synchronize() override;
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  uint64_t getSequencenumber() const override { return seq_; }
+  std::chrono::milliseconds getTimeout() const override { return timeout_; }
+
+  /// CPU: the batch finished (error null) or failed.
+  void complete(std::exception_ptr error);
+  /// CUDA: the batch is enqueued on `stream`; records the completion event there.
+  void enqueuedOnCuda(void* stream);
+  /// CUDA: a failure seen after enqueue (the watchdog's timeout).
+  void failCuda(std::exception_ptr error);
+  /// CUDA: the event has completed (polled by the watchdog; false for CPU work).
+  bool cudaDone();
+
+  const at::Device& device() const { return device_; }
+  std::chrono::steady_clock::time_point start() const { return start_; }
+
+ private:
+  at::Device device_;
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  uint64_t seq_;
+  std::chrono::milliseconds timeout_;
+  std::chrono::steady_clock::time_point start_;
+  struct CudaEvent;                  // wraps at::cuda::CUDAEvent (work.cc)
+  std::shared_ptr<CudaEvent> event_;  // CUDA work only
+};
+
+}  // namespace torch_braid

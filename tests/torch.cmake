@@ -1,0 +1,61 @@
+# PyTorch on Braid (tests/torch/, label "torch"), in the venv that scripts/setup-python-env.sh
+# makes (the README test command: build/venv, pinned torch and nvidia-nccl-cu13):
+#   torch_braid (target)    the `braid` c10d backend, pip-installed into the venv
+#   torch.collectives.npN   every c10d collective on N processes, results checked
+#   torch.{ddp,fsdp2,pipeline}.npN   PyTorch's DDP, FSDP2 and pipelining train a small
+#                           model: same as one process, same gradients as Gloo
+#   torch.symbols           every NCCL function libtorch_cuda.so imports, Braid exports
+#   torch.preload           torch with Braid's libnccl.so.2 preloaded binds all of them to Braid
+# Without the venv (or where it says SKIPPED) one test says why and skips.
+set(BRAID_PYTHON_VENV "${PROJECT_BINARY_DIR}/venv" CACHE PATH
+    "Python venv with the pinned torch (scripts/setup-python-env.sh)")
+set(torch_py "${BRAID_PYTHON_VENV}/bin/python")
+set(torch_dir ${CMAKE_CURRENT_LIST_DIR}/torch)
+
+if(NOT EXISTS "${torch_py}" OR EXISTS "${BRAID_PYTHON_VENV}/SKIPPED")
+  if(EXISTS "${BRAID_PYTHON_VENV}/SKIPPED")
+    file(READ "${BRAID_PYTHON_VENV}/SKIPPED" torch_why)
+  else()
+    set(torch_why "no Python environment at ${BRAID_PYTHON_VENV} (make it with scripts/setup-python-env.sh ${BRAID_PYTHON_VENV})")
+  endif()
+  string(STRIP "${torch_why}" torch_why)
+  add_test(NAME torch.skipped COMMAND sh -c "echo 'SKIP: PyTorch tests: ${torch_why}'; exit 77")
+  set_tests_properties(torch.skipped PROPERTIES LABELS torch SKIP_RETURN_CODE 77)
+  return()
+endif()
+
+# The backend, built against the venv's torch and this tree's libbraid.so.
+file(GLOB torch_braid_sources CONFIGURE_DEPENDS
+     ${PROJECT_SOURCE_DIR}/python/torch_braid/csrc/*
+     ${PROJECT_SOURCE_DIR}/python/torch_braid/torch_braid/*.py
+     ${PROJECT_SOURCE_DIR}/python/torch_braid/setup.py)
+cmake_host_system_information(RESULT torch_jobs QUERY NUMBER_OF_LOGICAL_CORES)
+set(torch_stamp ${PROJECT_BINARY_DIR}/torch_braid.stamp)
+add_custom_command(
+  OUTPUT ${torch_stamp}
+  COMMAND ${CMAKE_COMMAND} -E env BRAID_HOME=${PROJECT_BINARY_DIR} MAX_JOBS=${torch_jobs}
+          "PATH=${BRAID_PYTHON_VENV}/bin:$ENV{PATH}"
+          ${torch_py} -m pip install --quiet --no-build-isolation --no-deps
+          ${PROJECT_SOURCE_DIR}/python/torch_braid
+  COMMAND ${CMAKE_COMMAND} -E touch ${torch_stamp}
+  DEPENDS braid $<TARGET_FILE:braid> ${torch_braid_sources}
+  COMMENT "torch_braid: building the PyTorch backend into ${BRAID_PYTHON_VENV}"
+  VERBATIM)
+add_custom_target(torch_braid ALL DEPENDS ${torch_stamp})
+
+function(braid_torch_test name)
+  add_test(NAME ${name} COMMAND ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS torch TIMEOUT 600 SKIP_RETURN_CODE 77
+                       WORKING_DIRECTORY ${torch_dir} ENVIRONMENT "PYTHONUNBUFFERED=1")
+endfunction()
+
+foreach(n 2 3 4)
+  braid_torch_test(torch.collectives.np${n} ${torch_py} collectives.py ${n})
+endforeach()
+foreach(mode ddp fsdp2 pipeline)
+  foreach(n 2 4)
+    braid_torch_test(torch.${mode}.np${n} ${torch_py} training.py ${mode} ${n})
+  endforeach()
+endforeach()
+braid_torch_test(torch.symbols bash symbols.sh ${torch_py} $<TARGET_FILE:nccl>)
+braid_torch_test(torch.preload ${torch_py} preload.py $<TARGET_FILE:nccl>)
