@@ -78,7 +78,9 @@ ext = Extension(
     runtime_library_dirs=library_dirs,
     define_macros=[("BRAID_TORCH_CUDA", "1")] if cuda else [],
     # torch's own headers trip -Winterference-size (c10/cuda/CUDAEvent.h) on GCC 12.
-    extra_compile_args={"cxx": ["-O2", "-Wall", "-Werror", "-Wno-interference-size"],
+    # Hidden visibility, as pybind11 wants for the types it binds.
+    extra_compile_args={"cxx": ["-O2", "-Wall", "-Werror", "-Wno-interference-size",
+                                "-fvisibility=hidden"],
                         "nvcc": ["-O2"]},
 )
 

@@ -79,6 +79,28 @@ def check_allreduce(rank, world):
         for r in range(1, world):
             want = f(want, data(r, dtype=torch.int32) * 37)
         assert torch.equal(t, want), f"all_reduce {op}"
+    # complex through the backend itself (torch's Python layer would view it as real
+    # pairs first; DDP's C++ reducer does not), SUM and AVG
+    cpu = dist.group.WORLD._get_backend(torch.device("cpu"))
+    for op in (dist.ReduceOp.SUM, dist.ReduceOp.AVG):
+        t = data(rank, dtype=torch.complex128)
+        opts = dist.AllreduceOptions()
+        opts.reduceOp = op
+        cpu.allreduce([t], opts).wait()
+        close(t, expect_reduce(op, [data(r, dtype=torch.complex128) for r in range(world)]),
+              f"backend allreduce complex {op}")
+    # integer AVG truncates toward zero (NCCL's ncclAvg), also where the backend folds
+    for dtype in (torch.int32, torch.int16):
+        t = data(rank, dtype=dtype) - 4
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        total = sum(data(r, dtype=dtype).long() - 4 for r in range(world))
+        want = torch.div(total, world, rounding_mode="trunc")
+        assert torch.equal(t.long(), want), f"all_reduce AVG {dtype}: {t[:8]} want {want[:8]}"
+    try:
+        dist.all_reduce(data(rank, dtype=torch.int32), op=dist._make_nccl_premul_sum(0.5))
+        raise AssertionError("PREMUL_SUM on an integer tensor was accepted")
+    except (RuntimeError, ValueError) as e:
+        assert "floating-point" in str(e) or "PREMUL_SUM" in str(e), str(e)
     # PREMUL_SUM with a float and with a tensor factor
     for factor in (0.5, torch.tensor(0.25, dtype=torch.float64)):
         t = data(rank)
@@ -105,9 +127,22 @@ def check_async(rank, world):
     res = fut.wait()
     close(res, sum(data(r) for r in range(world)) * 2, "future then")
     assert work.is_completed() and work.is_success()
-    works = [dist.all_reduce(x, async_op=True) for x in [data(rank) for _ in range(8)]]
+    xs = [data(rank) * (k + 1) for k in range(8)]
+    works = [dist.all_reduce(x, async_op=True) for x in xs]
     for w in works:
         w.wait()
+    for k, x in enumerate(xs):
+        close(x, sum(data(r) for r in range(world)) * (k + 1), f"async all_reduce {k}")
+    # a future's callback that issues another collective and waits for it (as DDP's
+    # PowerSGD hook does): the backend must not run callbacks where they block it
+    t = data(rank)
+
+    def again(fut):
+        u = fut.value()[0] + 1
+        dist.all_reduce(u, async_op=True).get_future().wait()
+        return u
+    res = dist.all_reduce(t, async_op=True).get_future().then(again).wait()
+    close(res, (sum(data(r) for r in range(world)) + 1) * world, "collective in a callback")
     # all_reduce_coalesced and the coalescing manager (one group for several ops)
     ts = [data(rank, n) for n in (1, 5, 1000)]
     dist.all_reduce_coalesced(ts)
@@ -121,6 +156,17 @@ def check_async(rank, world):
     cm.wait()
     for n, t in zip((3, 7), ts):
         close(t, sum(data(r, n) for r in range(world)), "coalescing manager")
+    # with a device: the backend's own startCoalescing/endCoalescing, mixed collectives
+    for async_ops in (False, True):
+        a, b = data(rank, 9), data(rank, 4)
+        with _coalescing_manager(device=torch.device("cpu"), async_ops=async_ops) as cm:
+            dist.broadcast(a, src=world - 1)
+            dist.all_reduce(b, op=dist.ReduceOp.MAX)
+        if async_ops:
+            cm.wait()
+        close(a, data(world - 1, 9), f"coalesced broadcast (async {async_ops})")
+        close(b, expect_reduce(dist.ReduceOp.MAX, [data(r, 4) for r in range(world)]),
+              f"coalesced all_reduce (async {async_ops})")
 
 
 def check_rooted(rank, world):
@@ -128,6 +174,12 @@ def check_rooted(rank, world):
     t = data(rank, dtype=torch.int16)
     dist.broadcast(t, src=root)
     assert torch.equal(t, data(root, dtype=torch.int16)), "broadcast int16"
+    m = torch.zeros(37, 3)
+    col = m[:, 1]  # non-contiguous, written in place
+    col.copy_(data(rank))
+    dist.broadcast(col, src=root)
+    close(m[:, 1], data(root), "broadcast non-contiguous")
+    assert torch.all(m[:, 0] == 0) and torch.all(m[:, 2] == 0), "broadcast wrote outside"
     for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX):
         t = data(rank)
         dist.reduce(t, dst=0, op=op)
@@ -208,11 +260,14 @@ def check_p2p(rank, world):
         dist.recv(got, src=prv)
         dist.send(data(rank), dst=nxt)
     close(got, data(prv), "send/recv")
-    got = torch.empty(37)
-    ops = [dist.P2POp(dist.isend, data(rank) * 3, nxt), dist.P2POp(dist.irecv, got, prv)]
+    got = torch.zeros(37, 2)[:, 0]  # non-contiguous receive buffer
+    mine = torch.empty(37)
+    ops = [dist.P2POp(dist.isend, data(rank) * 3, nxt), dist.P2POp(dist.irecv, got, prv),
+           dist.P2POp(dist.isend, data(rank) * 5, rank), dist.P2POp(dist.irecv, mine, rank)]
     for w in dist.batch_isend_irecv(ops):
         w.wait()
     close(got, data(prv) * 3, "batch_isend_irecv")
+    close(mine, data(rank) * 5, "batch_isend_irecv to this rank itself")
     dist.barrier()
 
 
@@ -234,6 +289,12 @@ def check_groups(rank, world):
             assert dist.get_world_size(sg) == 2
         else:
             assert sg is None or sg == dist.GroupMember.NON_GROUP_MEMBER
+        # the same split again: a rank outside it must take part again, not skip
+        sg2 = dist.split_group(split_ranks=pairs)
+        if mine:
+            t = torch.tensor([1.0])
+            dist.all_reduce(t, group=sg2)
+            assert t.item() == 2, f"second split_group {t.item()}"
     dist.barrier()
 
 

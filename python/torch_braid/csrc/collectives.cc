@@ -43,6 +43,9 @@ Reduction planReduction(const c10d::ReduceOp& op, const at::Tensor& t, const cha
   }
   const at::Tensor real = t.is_complex() ? at::view_as_real(t) : t;
   r.type = reductionType(real.scalar_type());
+  TORCH_CHECK(kind != RedOpType::PREMUL_SUM || at::isFloatingType(real.scalar_type()),
+              "braid: ", call, ": PREMUL_SUM needs a floating-point tensor, not ",
+              t.scalar_type());
   if (kind == RedOpType::BAND || kind == RedOpType::BOR || kind == RedOpType::BXOR) {
     TORCH_CHECK(!at::isFloatingType(t.scalar_type()) && !t.is_complex(), "braid: ", call,
                 ": bitwise reductions need integer or bool tensors, not ", t.scalar_type());
@@ -99,7 +102,7 @@ at::Tensor fold(const at::Tensor& g, const c10d::ReduceOp& op, int size) {
       at::Tensor s = g.sum(0, false, dtype);
       return at::isFloatingType(dtype) || at::isComplexType(dtype)
                  ? s.div(size)
-                 : s.div(size, "floor").to(dtype);
+                 : s.div(size, "trunc").to(dtype);  // as Braid's integer ncclAvg
     }
     case RedOpType::PREMUL_SUM: {
       auto* s = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
@@ -121,17 +124,33 @@ at::Tensor fold(const at::Tensor& g, const c10d::ReduceOp& op, int size) {
   }
 }
 
-/// The contiguous tensor NCCL works on for `t`: t itself, or a staged copy that `post`
-/// copies back (when copyBack).
-at::Tensor staged(Batch& b, const at::Tensor& t, bool copyBack) {
+/// The contiguous tensor NCCL works on for `t`: t itself, or a staging copy filled by a
+/// `pre` step (when copyIn: when the batch runs, so it sees what earlier queued ops wrote)
+/// and copied back by a `post` step (when copyBack).
+at::Tensor staged(Batch& b, const at::Tensor& t, bool copyBack, bool copyIn = true) {
   if (t.is_contiguous()) return t;
-  at::Tensor s = t.contiguous();
+  at::Tensor s = at::empty(t.sizes(), t.options().memory_format(at::MemoryFormat::Contiguous));
   b.keep.push_back(s);
-  if (copyBack) {
-    at::Tensor dst = t;
-    b.post.push_back([dst, s]() mutable { dst.copy_(s); });
-  }
+  at::Tensor user = t;
+  if (copyIn) b.pre.push_back([s, user]() mutable { s.copy_(user); });
+  if (copyBack) b.post.push_back([user, s]() mutable { user.copy_(s); });
   return s;
+}
+
+/// One contiguous buffer holding `parts` back to back, filled by a `pre` step.
+at::Tensor concatenated(Batch& b, const std::vector<at::Tensor>& parts) {
+  int64_t n = 0;
+  for (const auto& p : parts) n += p.numel();
+  at::Tensor flat = at::empty({n}, parts.at(0).options().memory_format(at::MemoryFormat::Contiguous));
+  b.keep.push_back(flat);
+  b.pre.push_back([flat, parts]() mutable {
+    int64_t off = 0;
+    for (auto& p : parts) {
+      flat.narrow(0, off, p.numel()).view(p.sizes()).copy_(p);
+      off += p.numel();
+    }
+  });
+  return flat;
 }
 
 /// Runs `call(op)` with the reduction's NCCL op (a PreMulSum op made for this launch).
@@ -198,7 +217,7 @@ void ProcessGroupBraid::addAllgather(Batch& b, const at::Tensor& out, const at::
               "braid: all_gather_into_tensor: the output must hold world_size (", getSize(),
               ") times the input's ", in.numel(), " elements of ", in.scalar_type(), ", not ",
               out.numel(), " of ", out.scalar_type());
-  at::Tensor src = staged(b, in, false), dst = staged(b, out, true);
+  at::Tensor src = staged(b, in, false), dst = staged(b, out, true, false);
   b.keep.push_back(src);
   b.keep.push_back(dst);
   const size_t bytes = nbytes(src);
@@ -233,7 +252,7 @@ void ProcessGroupBraid::addReduceScatter(Batch& b, const at::Tensor& out, const 
     });
     return;
   }
-  at::Tensor dst = staged(b, out, true);
+  at::Tensor dst = staged(b, out, true, false);
   at::Tensor s = realView(src), d = realView(dst);
   b.keep.push_back(dst);
   if (r.scalar.defined()) b.keep.push_back(r.scalar);
@@ -321,10 +340,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather(
   TORCH_CHECK(int(outs.size()) == getSize(), "braid: allgather: the output list has ",
               outs.size(), " tensors, the group ", getSize(), " ranks");
   for (auto& o : outs) checkSameShape(o, inputs[0], "allgather");
-  Batch b = newBatch("allgather", c10d::OpType::ALLGATHER, deviceOf(inputs, "allgather"),
+  std::vector<at::Tensor> all = inputs;
+  all.insert(all.end(), outs.begin(), outs.end());
+  Batch b = newBatch("allgather", c10d::OpType::ALLGATHER, deviceOf(all, "allgather"),
                      opts.timeout);
   at::Tensor flat = at::empty({getSize() * inputs[0].numel()}, inputs[0].options());
-  addAllgather(b, flat, inputs[0].reshape({-1}));
+  addAllgather(b, flat, staged(b, inputs[0], false).view({-1}));
   b.post.push_back([flat, outs]() mutable {
     for (size_t i = 0; i < outs.size(); ++i)
       outs[i].copy_(flat.narrow(0, int64_t(i) * outs[i].numel(), outs[i].numel())
@@ -348,14 +369,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather_coalesced(
     const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(outputLists.size() == inputs.size(),
               "braid: allgather_coalesced: one output list per input");
+  std::vector<at::Tensor> all = inputs;
+  for (auto& l : outputLists) all.insert(all.end(), l.begin(), l.end());
   Batch b = newBatch("allgather_coalesced", c10d::OpType::ALLGATHER_COALESCED,
-                     deviceOf(inputs, "allgather_coalesced"), opts.timeout);
+                     deviceOf(all, "allgather_coalesced"), opts.timeout);
   for (size_t k = 0; k < inputs.size(); ++k) {
     auto& outs = outputLists[k];
     TORCH_CHECK(int(outs.size()) == getSize(), "braid: allgather_coalesced: an output list of ",
                 outs.size(), " tensors for a group of ", getSize());
     at::Tensor flat = at::empty({getSize() * inputs[k].numel()}, inputs[k].options());
-    addAllgather(b, flat, inputs[k].reshape({-1}));
+    addAllgather(b, flat, staged(b, inputs[k], false).view({-1}));
     b.post.push_back([flat, outs]() mutable {
       for (size_t i = 0; i < outs.size(); ++i)
         outs[i].copy_(flat.narrow(0, int64_t(i) * outs[i].numel(), outs[i].numel())
@@ -371,8 +394,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather_into_tensor_coalesce
     const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(outputs.size() == inputs.size(), "braid: allgather_into_tensor_coalesced: one "
               "output per input");
+  std::vector<at::Tensor> all = inputs;
+  all.insert(all.end(), outputs.begin(), outputs.end());
   Batch b = newBatch("allgather_into_tensor_coalesced", c10d::OpType::COALESCED,
-                     deviceOf(inputs, "allgather_into_tensor_coalesced"), opts.timeout);
+                     deviceOf(all, "allgather_into_tensor_coalesced"), opts.timeout);
   for (size_t k = 0; k < inputs.size(); ++k) addAllgather(b, outputs[k], inputs[k]);
   b.outputs = outputs;
   return submit(std::move(b));
@@ -394,7 +419,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::gather(
     TORCH_CHECK(outputs.empty() || outputs[0].empty(),
                 "braid: gather: only the root passes output tensors");
   }
-  Batch b = newBatch("gather", c10d::OpType::GATHER, deviceOf(inputs, "gather"), opts.timeout);
+  std::vector<at::Tensor> all = inputs;
+  if (isRoot) all.insert(all.end(), outputs[0].begin(), outputs[0].end());
+  Batch b = newBatch("gather", c10d::OpType::GATHER, deviceOf(all, "gather"), opts.timeout);
   at::Tensor src = staged(b, inputs[0], false);
   at::Tensor flat = isRoot ? at::empty({getSize() * src.numel()}, src.options()) : at::Tensor();
   b.keep.push_back(src);
@@ -430,16 +457,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::scatter(
     TORCH_CHECK(inputs.size() == 1 && int(inputs[0].size()) == getSize(),
                 "braid: scatter: the root needs one input list of ", getSize(), " tensors");
     for (auto& i : inputs[0]) checkSameShape(i, outputs[0], "scatter");
-    std::vector<at::Tensor> flats;
-    for (auto& i : inputs[0]) flats.push_back(i.reshape({-1}));
-    flat = at::cat(flats);
   } else {
     TORCH_CHECK(inputs.empty() || inputs[0].empty(),
                 "braid: scatter: only the root passes input tensors");
   }
-  Batch b = newBatch("scatter", c10d::OpType::SCATTER, deviceOf(outputs, "scatter"),
-                     opts.timeout);
-  at::Tensor dst = staged(b, outputs[0], true);
+  std::vector<at::Tensor> all = outputs;
+  if (isRoot) all.insert(all.end(), inputs[0].begin(), inputs[0].end());
+  Batch b = newBatch("scatter", c10d::OpType::SCATTER, deviceOf(all, "scatter"), opts.timeout);
+  if (isRoot) flat = concatenated(b, inputs[0]);
+  at::Tensor dst = staged(b, outputs[0], true, false);
   b.keep.push_back(dst);
   if (flat.defined()) b.keep.push_back(flat);
   const size_t bytes = nbytes(dst);
@@ -459,11 +485,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce_scatter(
               "braid: reduce_scatter takes one output and a list of ", getSize(),
               " inputs per process");
   for (auto& i : inputs[0]) checkSameShape(i, outputs[0], "reduce_scatter");
+  std::vector<at::Tensor> all = outputs;
+  all.insert(all.end(), inputs[0].begin(), inputs[0].end());
   Batch b = newBatch("reduce_scatter", c10d::OpType::REDUCE_SCATTER,
-                     deviceOf(outputs, "reduce_scatter"), opts.timeout);
-  std::vector<at::Tensor> flats;
-  for (auto& i : inputs[0]) flats.push_back(i.reshape({-1}));
-  addReduceScatter(b, outputs[0], at::cat(flats), opts.reduceOp);
+                     deviceOf(all, "reduce_scatter"), opts.timeout);
+  addReduceScatter(b, outputs[0], concatenated(b, inputs[0]), opts.reduceOp);
   b.outputs = outputs;
   return submit(std::move(b));
 }
@@ -482,8 +508,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce_scatter_tensor_coalesce
     const c10d::ReduceScatterOptions& opts) {
   TORCH_CHECK(outputs.size() == inputs.size(), "braid: reduce_scatter_tensor_coalesced: one "
               "output per input");
+  std::vector<at::Tensor> all = inputs;
+  all.insert(all.end(), outputs.begin(), outputs.end());
   Batch b = newBatch("reduce_scatter_tensor_coalesced", c10d::OpType::COALESCED,
-                     deviceOf(inputs, "reduce_scatter_tensor_coalesced"), opts.timeout);
+                     deviceOf(all, "reduce_scatter_tensor_coalesced"), opts.timeout);
   for (size_t k = 0; k < inputs.size(); ++k)
     addReduceScatter(b, outputs[k], inputs[k], opts.reduceOp);
   b.outputs = outputs;
@@ -498,7 +526,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::alltoall_base(
   Batch b = newBatch("all_to_all_single", c10d::OpType::ALLTOALL_BASE,
                      deviceOf({output, input}, "all_to_all_single"), opts.timeout);
   const int n = getSize();
-  at::Tensor src = staged(b, input, false), dst = staged(b, output, true);
+  at::Tensor src = staged(b, input, false), dst = staged(b, output, true, false);
   b.keep.push_back(src);
   b.keep.push_back(dst);
   if (outputSplits.empty() && inputSplits.empty()) {
@@ -520,7 +548,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::alltoall_base(
       TORCH_CHECK(int(s.size()) == n, "braid: all_to_all_single: ", what, " splits have ",
                   s.size(), " entries for ", n, " ranks");
       int64_t total = 0;
-      for (int64_t v : s) total += v;
+      for (int64_t v : s) {
+        TORCH_CHECK(v >= 0, "braid: all_to_all_single: a negative ", what, " split (", v, ")");
+        total += v;
+      }
       TORCH_CHECK(t.dim() > 0 && total == t.size(0), "braid: all_to_all_single: ", what,
                   " splits add up to ", total, " rows, the tensor has ",
                   t.dim() ? t.size(0) : 0);
@@ -559,7 +590,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::alltoall(std::vector<at::Tenso
   Batch b = newBatch("all_to_all", c10d::OpType::ALLTOALL, deviceOf(all, "all_to_all"),
                      opts.timeout);
   for (int p = 0; p < n; ++p) {
-    at::Tensor s = staged(b, inputs[p], false), d = staged(b, outputs[p], true);
+    at::Tensor s = staged(b, inputs[p], false), d = staged(b, outputs[p], true, false);
     b.keep.push_back(s);
     b.keep.push_back(d);
     const size_t sb = nbytes(s), rb = nbytes(d);
@@ -579,8 +610,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::alltoall(std::vector<at::Tenso
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::send(std::vector<at::Tensor>& tensors,
                                                        int dst, int /*tag*/) {
   TORCH_CHECK(tensors.size() == 1, "braid: send takes one tensor");
-  TORCH_CHECK(dst >= 0 && dst < getSize() && dst != getRank(), "braid: send to rank ", dst,
-              " (group of ", getSize(), ", this is rank ", getRank(), ")");
+  TORCH_CHECK(dst >= 0 && dst < getSize(), "braid: send to rank ", dst, " (group of ",
+              getSize(), ")");
+  TORCH_CHECK(dst != getRank() || coalescing_, "braid: a send to this rank itself (", dst,
+              ") needs its matching recv in the same batch_isend_irecv");
   Batch b = newBatch("send", c10d::OpType::SEND, deviceOf(tensors, "send"), c10d::kUnsetTimeout);
   at::Tensor s = staged(b, tensors[0], false);
   b.keep.push_back(s);
@@ -596,10 +629,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::send(std::vector<at::Tensor>& 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::recv(std::vector<at::Tensor>& tensors,
                                                        int src, int /*tag*/) {
   TORCH_CHECK(tensors.size() == 1, "braid: recv takes one tensor");
-  TORCH_CHECK(src >= 0 && src < getSize() && src != getRank(), "braid: recv from rank ", src,
-              " (group of ", getSize(), ", this is rank ", getRank(), ")");
+  TORCH_CHECK(src >= 0 && src < getSize(), "braid: recv from rank ", src, " (group of ",
+              getSize(), ")");
+  TORCH_CHECK(src != getRank() || coalescing_, "braid: a recv from this rank itself (", src,
+              ") needs its matching send in the same batch_isend_irecv");
   Batch b = newBatch("recv", c10d::OpType::RECV, deviceOf(tensors, "recv"), c10d::kUnsetTimeout);
-  at::Tensor d = staged(b, tensors[0], true);
+  at::Tensor d = staged(b, tensors[0], true, false);
   b.keep.push_back(d);
   const size_t bytes = nbytes(d);
   b.launches.push_back({"ncclRecv", [d, bytes, src](LaunchContext& c) {

@@ -51,7 +51,13 @@ ProcessGroupBraid::ProcessGroupBraid(const c10::intrusive_ptr<c10d::Store>& stor
   watchdog_ = std::thread([this] { watchdogLoop(); });
 }
 
-ProcessGroupBraid::~ProcessGroupBraid() { shutdown(); }
+ProcessGroupBraid::~ProcessGroupBraid() {
+  try {
+    shutdown();
+  } catch (const std::exception& e) {
+    TORCH_WARN("braid: shutting the process group down: ", e.what());
+  }
+}
 
 void ProcessGroupBraid::shutdown() {
   {
@@ -60,24 +66,40 @@ void ProcessGroupBraid::shutdown() {
     stop_ = true;  // the worker drains what is queued, then leaves
   }
   cv_.notify_all();
-  watchdogCv_.notify_all();
-  if (worker_.joinable()) worker_.join();
-  if (watchdog_.joinable()) watchdog_.join();
-#ifdef BRAID_TORCH_CUDA
-  for (auto& [dev, comm] : cudaComms_) {
-    if (!comm->aborted()) {
-      c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(dev));
-      at::cuda::getCurrentCUDAStream(dev).synchronize();
+  // The watchdog keeps watching while the worker drains: queued work whose peers never
+  // come fails at its timeout instead of hanging the shutdown.
+  if (worker_.joinable()) {
+    if (worker_.get_id() == std::this_thread::get_id()) {
+      worker_.detach();  // the last reference dropped by a callback on the worker itself
+    } else {
+      worker_.join();
     }
   }
-#endif
-  cudaComms_.clear();
-  hostComm_.reset();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    watchdogStop_ = true;
+  }
+  watchdogCv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+  std::map<int, std::shared_ptr<Comm>> cuda;
+  std::shared_ptr<Comm> host;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cuda.swap(cudaComms_);
+    host.swap(hostComm_);
+  }
+  // Destroying a communicator waits for its issued device work (bounded by Braid's own
+  // timeout), as ncclCommDestroy does.
 }
 
 void ProcessGroupBraid::abort() {
-  if (hostComm_) hostComm_->abort("ProcessGroup.abort() was called");
-  for (auto& [dev, comm] : cudaComms_) comm->abort("ProcessGroup.abort() was called");
+  std::vector<std::shared_ptr<Comm>> comms;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (hostComm_) comms.push_back(hostComm_);
+    for (auto& [dev, comm] : cudaComms_) comms.push_back(comm);
+  }
+  for (auto& c : comms) c->abort("ProcessGroup.abort() was called");
 }
 
 void ProcessGroupBraid::setTimeout(std::chrono::milliseconds timeout) {
@@ -86,8 +108,10 @@ void ProcessGroupBraid::setTimeout(std::chrono::milliseconds timeout) {
   options_->timeout = timeout;
 }
 
-std::chrono::milliseconds ProcessGroupBraid::timeoutOf(std::chrono::milliseconds op) const {
-  return op == c10d::kUnsetTimeout ? timeout_ : op;
+std::chrono::milliseconds ProcessGroupBraid::timeoutOf(std::chrono::milliseconds op) {
+  if (op != c10d::kUnsetTimeout) return op;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return timeout_;
 }
 
 at::Device ProcessGroupBraid::deviceOf(const std::vector<at::Tensor>& tensors,
@@ -117,11 +141,16 @@ Batch ProcessGroupBraid::newBatch(const char* name, c10d::OpType type, at::Devic
 std::shared_ptr<Comm> ProcessGroupBraid::commFor(const at::Device& device) {
   if (device.is_cpu()) return hostComm_;
   int dev = device.index();
-  auto it = cudaComms_.find(dev);
-  if (it != cudaComms_.end()) return it->second;
-  auto comm = Comm::create(store_, "braid/cuda" + std::to_string(dev) + "/" +
-                                       std::to_string(commCounter_++),
-                           getRank(), getSize(), dev);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cudaComms_.find(dev);
+    if (it != cudaComms_.end()) return it->second;
+  }
+  // The key counts communicators in group order, not by device: ranks usually sit on
+  // different GPUs (cuda:0 on rank 0, cuda:1 on rank 1) and must meet on one key.
+  auto comm = Comm::create(store_, "braid/cuda/" + std::to_string(commCounter_++), getRank(),
+                           getSize(), dev);
+  std::lock_guard<std::mutex> lock(mutex_);
   cudaComms_[dev] = comm;
   return comm;
 }
@@ -143,9 +172,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::submit(Batch&& batch) {
     // The ops inside a coalescing block complete with the block (endCoalescing's Work).
     return nullptr;
   }
-  ++seq_;
-  auto work = c10::make_intrusive<WorkBraid>(getRank(), batch.type, batch.name.c_str(),
-                                             batch.device, batch.outputs, seq_, batch.timeout);
+  auto work = c10::make_intrusive<WorkBraid>(getRank(), batch.type, batch.name, batch.device,
+                                             batch.outputs, ++seq_, batch.timeout);
   if (batch.device.is_cuda()) {
     runCuda(batch, work);
     return work;
@@ -166,7 +194,10 @@ void ProcessGroupBraid::submitAlone(Batch&& batch) {
 }
 
 void ProcessGroupBraid::startCoalescing() {
-  TORCH_CHECK(!coalescing_, "braid: startCoalescing inside a coalescing block");
+  if (coalescing_) {  // a block left by an exception (torch's manager has no finally)
+    TORCH_WARN("braid: a coalescing block was never ended; its ",
+               coalesced_ ? coalesced_->launches.size() : 0, " queued calls are dropped");
+  }
   coalescing_ = true;
   coalesced_.reset();
 }
@@ -177,8 +208,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::endCoalescing() {
   if (!coalesced_) {  // nothing was issued: an already completed Work
     auto work = c10::make_intrusive<WorkBraid>(getRank(), c10d::OpType::COALESCED, "coalesced",
                                                at::Device(at::kCPU), std::vector<at::Tensor>{},
-                                               ++seq_, timeout_);
-    work->complete(nullptr);
+                                               ++seq_, timeoutOf(c10d::kUnsetTimeout));
+    work->finishHost(nullptr);
+    work->completeFuture(nullptr);
     return work;
   }
   Batch b = std::move(*coalesced_);
@@ -205,11 +237,18 @@ void ProcessGroupBraid::execute(Batch& batch, Comm& comm, cudaStream_t stream) {
   ncclResult_t first = ncclSuccess;
   const char* failed = nullptr;
   check(api.groupStart(), "ncclGroupStart", ctx.comm, ctx.rank);
-  for (auto& l : batch.launches) {
-    ncclResult_t r = l.fn(ctx);
-    if (r != ncclSuccess && first == ncclSuccess) first = r, failed = l.call;
+  ncclResult_t end = ncclSuccess;
+  {
+    struct GroupEnd {  // the group is closed even when a launch throws
+      const braidNcclApi_t& api;
+      ncclResult_t& result;
+      ~GroupEnd() { result = api.groupEnd(); }
+    } closer{api, end};
+    for (auto& l : batch.launches) {
+      ncclResult_t r = l.fn(ctx);
+      if (r != ncclSuccess && first == ncclSuccess) first = r, failed = l.call;
+    }
   }
-  ncclResult_t end = api.groupEnd();
   if (comm.aborted()) C10_THROW_ERROR(DistBackendError, comm.abortReason() + " (in " + batch.name + ")");
   if (first != ncclSuccess) check(first, failed, ctx.comm, ctx.rank);
   check(end, (batch.name + " (ncclGroupEnd)").c_str(), ctx.comm, ctx.rank);
@@ -257,13 +296,17 @@ void ProcessGroupBraid::workerLoop() {
       running_ = false;
     }
     item.batch = Batch();  // staging released before the future's callbacks run
-    item.work->complete(error);
+    item.work->finishHost(error);
+    // The future's callbacks run on torch's inter-op pool, not here: a callback may issue
+    // another op on this group and wait for it, which needs this worker free.
+    auto work = item.work;
+    at::launch([work, error] { work->completeFuture(error); });
   }
 }
 
 void ProcessGroupBraid::watchdogLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
-  while (!stop_) {
+  while (!watchdogStop_) {
     watchdogCv_.wait_for(lock, kWatchdogPeriod);
     auto now = std::chrono::steady_clock::now();
     if (running_ && runningTimeout_.count() > 0 && now - runningSince_ > runningTimeout_ &&
@@ -282,7 +325,8 @@ void ProcessGroupBraid::watchdogLoop() {
       if (w->cudaDone()) {
         it = cudaInFlight_.erase(it);
       } else if (w->getTimeout().count() > 0 && now - w->start() > w->getTimeout()) {
-        std::string why = "CUDA work (sequence number " +
+        std::string why = w->name() + " on cuda:" + std::to_string(w->device().index()) +
+                          " (sequence number " +
                           std::to_string(w->getSequencenumber()) + ") on rank " +
                           std::to_string(getRank()) + " did not complete within " +
                           msText(w->getTimeout());
@@ -304,12 +348,12 @@ void ProcessGroupBraid::watchdogLoop() {
 c10::intrusive_ptr<c10d::Backend> ProcessGroupBraid::split(
     const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
     const c10::intrusive_ptr<Options>& opts) {
-  // torch asks once per device type this backend serves (cpu, cuda): one split_group call
-  // comes as several calls with the same store and ranks. Only the first is collective;
-  // the others get its answer.
-  if (lastSplit_ && lastSplit_->store == store.get() && lastSplit_->ranks == ranks)
-    return lastSplit_->child;
+  // A rank outside the new group is asked once per device type this backend serves
+  // (cpu, cuda: torch 2.15 keeps asking while the answer is null). Only the first call
+  // of one split_group is collective; the group name (unique per call) tells them apart.
+  const std::string name = opts ? opts->group_name : "";
   auto me = std::find(ranks.begin(), ranks.end(), getRank());
+  if (me == ranks.end() && !name.empty() && lastNonMemberSplit_ == name) return nullptr;
   if (std::getenv("BRAID_TORCH_DEBUG") != nullptr) {
     std::string list;
     for (int r : ranks) list += std::to_string(r) + " ";
@@ -328,15 +372,14 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupBraid::split(
           hostComm_->get(), getRank());
   });
   submitAlone(std::move(b));
-  c10::intrusive_ptr<c10d::Backend> pg;
-  if (member) {
-    auto comm = std::make_shared<Comm>(*child, key, int(ranks.size()), -1);
-    auto timeout = opts ? opts->timeout : timeout_;
-    pg = c10::make_intrusive<ProcessGroupBraid>(store, key, int(ranks.size()), timeout,
-                                                opts ? opts->group_name : "", comm);
+  if (!member) {
+    lastNonMemberSplit_ = name;
+    return nullptr;
   }
-  lastSplit_ = SplitResult{store.get(), ranks, pg};
-  return pg;
+  auto comm = std::make_shared<Comm>(*child, key, int(ranks.size()), -1);
+  auto timeout = opts ? opts->timeout : timeoutOf(c10d::kUnsetTimeout);
+  return c10::make_intrusive<ProcessGroupBraid>(store, key, int(ranks.size()), timeout, name,
+                                                comm);
 }
 
 void ProcessGroupBraid::suspend() {
@@ -369,6 +412,7 @@ std::unordered_map<std::string, uint64_t> ProcessGroupBraid::getMemoryStats() {
       {"persistent", ncclStatGpuMemPersist},
       {"total", ncclStatGpuMemTotal}};
   std::unordered_map<std::string, uint64_t> out;
+  TORCH_CHECK(hostComm_ != nullptr, "braid: getMemoryStats after shutdown");
   auto add = [&](const std::string& prefix, Comm& comm) {
     for (const auto& [name, stat] : kStats) {
       uint64_t v = 0;
@@ -382,11 +426,13 @@ std::unordered_map<std::string, uint64_t> ProcessGroupBraid::getMemoryStats() {
   return out;
 }
 
-c10::intrusive_ptr<c10d::Backend> createProcessGroupBraid(
+c10::intrusive_ptr<ProcessGroupBraid> createProcessGroupBraid(
     const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeoutSeconds,
-    const std::string& groupName) {
+    const std::string& groupName, const std::vector<uint64_t>& globalRanks) {
   auto ms = std::chrono::milliseconds(static_cast<int64_t>(timeoutSeconds * 1000.0));
-  return c10::make_intrusive<ProcessGroupBraid>(store, rank, size, ms, groupName);
+  auto pg = c10::make_intrusive<ProcessGroupBraid>(store, rank, size, ms, groupName);
+  pg->getBackendOptions()->global_ranks_in_group = globalRanks;
+  return pg;
 }
 
 }  // namespace torch_braid

@@ -14,6 +14,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -34,7 +35,10 @@ class ProcessGroupBraid : public c10d::Backend {
   bool supportsSplitting() const override { return true; }
   bool supportsCoalescing() const override { return true; }
   void setTimeout(std::chrono::milliseconds timeout) override;
-  uint64_t getSequenceNumberForGroup() override { return seq_; }
+  uint64_t getSequenceNumberForGroup() override { return seq_.load(); }
+  /// For torch's new_group with a bound device: a rank outside the new group takes part
+  /// in nothing (members build their communicator from the store), so this does nothing.
+  void performNocolorSplit(at::Device) {}
 
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
@@ -106,7 +110,7 @@ class ProcessGroupBraid : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> submit(Batch&& batch);
   /// Runs a communicator-level step (split, suspend) on the worker and waits for it.
   void submitAlone(Batch&& batch);
-  std::chrono::milliseconds timeoutOf(std::chrono::milliseconds opTimeout) const;
+  std::chrono::milliseconds timeoutOf(std::chrono::milliseconds opTimeout);
   /// The batch's kind of device for the given tensors (all on one device).
   at::Device deviceOf(const std::vector<at::Tensor>& tensors, const char* call) const;
   Batch newBatch(const char* name, c10d::OpType type, at::Device device,
@@ -129,18 +133,13 @@ class ProcessGroupBraid : public c10d::Backend {
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<Options> options_;
   std::chrono::milliseconds timeout_;
-  uint64_t seq_ = 0;
+  std::atomic<uint64_t> seq_{0};
   uint64_t commCounter_ = 0;
 
   std::shared_ptr<Comm> hostComm_;
   std::map<int, std::shared_ptr<Comm>> cudaComms_;
 
-  struct SplitResult {
-    const c10d::Store* store;
-    std::vector<int> ranks;
-    c10::intrusive_ptr<c10d::Backend> child;  // null for a rank outside the new group
-  };
-  std::optional<SplitResult> lastSplit_;  // see split()
+  std::string lastNonMemberSplit_;  // see split()
 
   bool coalescing_ = false;
   std::optional<Batch> coalesced_;
@@ -155,7 +154,8 @@ class ProcessGroupBraid : public c10d::Backend {
   uint64_t runningSeq_ = 0;
   std::chrono::steady_clock::time_point runningSince_;
   std::chrono::milliseconds runningTimeout_{0};
-  bool stop_ = false;
+  bool stop_ = false;          // the worker drains and leaves
+  bool watchdogStop_ = false;  // then the watchdog leaves
   std::thread worker_;
 
   // CUDA works in flight (the watchdog polls them).
@@ -165,8 +165,8 @@ class ProcessGroupBraid : public c10d::Backend {
 };
 
 /// The creator registered with torch.distributed (see torch_braid/__init__.py).
-c10::intrusive_ptr<c10d::Backend> createProcessGroupBraid(
+c10::intrusive_ptr<ProcessGroupBraid> createProcessGroupBraid(
     const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeoutSeconds,
-    const std::string& groupName);
+    const std::string& groupName, const std::vector<uint64_t>& globalRanks);
 
 }  // namespace torch_braid

@@ -6,6 +6,7 @@
 #ifdef BRAID_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
 #endif
 
 namespace torch_braid {
@@ -24,10 +25,11 @@ c10::intrusive_ptr<c10::ivalue::Future> makeFuture(const at::Device& device) {
 }
 }  // namespace
 
-WorkBraid::WorkBraid(int rank, c10d::OpType type, const char* title, at::Device device,
+WorkBraid::WorkBraid(int rank, c10d::OpType type, const std::string& name, at::Device device,
                      std::vector<at::Tensor> outputs, uint64_t seq,
                      std::chrono::milliseconds timeout)
-    : Work(rank, type, title),
+    : Work(rank, type, name.c_str()),
+      name_(name),
       device_(device),
       outputs_(std::move(outputs)),
       future_(makeFuture(device)),
@@ -38,7 +40,7 @@ WorkBraid::WorkBraid(int rank, c10d::OpType type, const char* title, at::Device 
 WorkBraid::~WorkBraid() = default;
 
 bool WorkBraid::isCompleted() {
-  if (event_ != nullptr && !completed_) return cudaDone();
+  if (event_ != nullptr) return cudaDone();
   std::lock_guard<std::mutex> lock(mutex_);
   return completed_;
 }
@@ -55,12 +57,17 @@ std::exception_ptr WorkBraid::exception() const {
 
 std::vector<at::Tensor> WorkBraid::result() { return outputs_; }
 
-void WorkBraid::complete(std::exception_ptr error) {
-  finish(error);
-  if (error) {
-    future_->setErrorIfNeeded(error);
-  } else {
-    future_->markCompleted(c10::IValue(outputs_));
+void WorkBraid::finishHost(std::exception_ptr error) { finish(error); }
+
+void WorkBraid::completeFuture(std::exception_ptr error) {
+  try {
+    if (error) {
+      future_->setErrorIfNeeded(error);
+    } else {
+      future_->markCompleted(c10::IValue(outputs_));
+    }
+  } catch (const std::exception& e) {  // a raw callback that threw
+    TORCH_WARN("braid: a callback of ", name_, "'s future threw: ", e.what());
   }
 }
 
@@ -82,6 +89,7 @@ bool WorkBraid::cudaDone() {
   if (event_ == nullptr) return false;
   std::lock_guard<std::mutex> lock(mutex_);
   if (completed_) return true;
+  c10::cuda::CUDAGuard guard(device_);  // no context made on another device
   if (!event_->query()) return false;
   completed_ = true;
   return true;

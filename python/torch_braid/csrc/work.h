@@ -7,13 +7,14 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace torch_braid {
 
 class WorkBraid : public c10d::Work {
  public:
-  WorkBraid(int rank, c10d::OpType type, const char* title, at::Device device,
+  WorkBraid(int rank, c10d::OpType type, const std::string& name, at::Device device,
             std::vector<at::Tensor> outputs, uint64_t seq, std::chrono::milliseconds timeout);
   ~WorkBraid() override;
 
@@ -27,8 +28,10 @@ class WorkBraid : public c10d::Work {
   uint64_t getSequencenumber() const override { return seq_; }
   std::chrono::milliseconds getTimeout() const override { return timeout_; }
 
-  /// CPU: the batch finished (error null) or failed.
-  void complete(std::exception_ptr error);
+  /// CPU: the batch finished (error null) or failed: wait() returns (or throws).
+  void finishHost(std::exception_ptr error);
+  /// CPU: completes the future (its callbacks run on the calling thread).
+  void completeFuture(std::exception_ptr error);
   /// CUDA: the batch is enqueued on `stream`; records the completion event there.
   void enqueuedOnCuda(void* stream);
   /// CUDA: a failure seen after enqueue (the watchdog's timeout).
@@ -37,9 +40,11 @@ class WorkBraid : public c10d::Work {
   bool cudaDone();
 
   const at::Device& device() const { return device_; }
+  const std::string& name() const { return name_; }
   std::chrono::steady_clock::time_point start() const { return start_; }
 
  private:
+  std::string name_;
   at::Device device_;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;

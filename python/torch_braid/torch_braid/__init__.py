@@ -28,7 +28,8 @@ def _create_backend(opts, backend_options=None):
     timeout = opts.timeout
     seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
     return _C.create_backend(opts.store, opts.group_rank, opts.group_size, seconds,
-                             getattr(opts, "group_id", "") or "")
+                             getattr(opts, "group_id", "") or "",
+                             list(getattr(opts, "global_ranks_in_group", []) or []))
 
 
 def _register():
