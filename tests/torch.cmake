@@ -2,6 +2,7 @@
 # makes (the README test command: build/venv, pinned torch and nvidia-nccl-cu13):
 #   torch_braid (target)    the `braid` c10d backend, pip-installed into the venv
 #   torch.collectives.npN   every c10d collective on N processes, results checked
+#   torch.cuda_collectives.np2  the same on CUDA tensors (skips without a GPU)
 #   torch.{ddp,fsdp2,pipeline}.npN   PyTorch's DDP, FSDP2 and pipelining train a small
 #                           model: same as one process, same gradients as Gloo
 #   torch.symbols           every NCCL function libtorch_cuda.so imports, Braid exports
@@ -52,6 +53,8 @@ endfunction()
 foreach(n 2 3 4)
   braid_torch_test(torch.collectives.np${n} ${torch_py} collectives.py ${n})
 endforeach()
+# CUDA tensors (skips without a GPU): run by the GPU sessions (docs/gpu.md)
+braid_torch_test(torch.cuda_collectives.np2 ${torch_py} cuda_collectives.py 2)
 foreach(mode ddp fsdp2 pipeline)
   foreach(n 2 4)
     braid_torch_test(torch.${mode}.np${n} ${torch_py} training.py ${mode} ${n})
