@@ -132,6 +132,17 @@ bool WorkBraid::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
-c10::intrusive_ptr<c10::ivalue::Future> WorkBraid::getFuture() { return future_; }
+c10::intrusive_ptr<c10::ivalue::Future> WorkBraid::getFuture() {
+  std::lock_guard<std::mutex> lock(futureMutex_);
+  futureHandedOut_ = true;
+  return future_;
+}
+
+bool WorkBraid::completeFutureIfUnused(std::exception_ptr error) {
+  std::lock_guard<std::mutex> lock(futureMutex_);
+  if (futureHandedOut_) return false;
+  completeFuture(error);  // no callbacks yet; getFuture() waits for this, then sees it done
+  return true;
+}
 
 }  // namespace torch_braid

@@ -30,6 +30,9 @@ class WorkBraid : public c10d::Work {
 
   /// CPU: the batch finished (error null) or failed: wait() returns (or throws).
   void finishHost(std::exception_ptr error);
+  /// CPU: completes the future here when nobody has asked for it (so no callback can
+  /// run here) and returns true; else returns false: the caller completes it elsewhere.
+  bool completeFutureIfUnused(std::exception_ptr error);
   /// CPU: completes the future (its callbacks run on the calling thread).
   void completeFuture(std::exception_ptr error);
   /// CUDA: the batch is enqueued on `stream`; records the completion event there.
@@ -48,6 +51,8 @@ class WorkBraid : public c10d::Work {
   at::Device device_;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::mutex futureMutex_;
+  bool futureHandedOut_ = false;  // getFuture() was called
   uint64_t seq_;
   std::chrono::milliseconds timeout_;
   std::chrono::steady_clock::time_point start_;
