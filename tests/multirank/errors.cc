@@ -17,13 +17,6 @@
 namespace mr {
 namespace {
 
-::testing::AssertionResult mentions(const char* text, const std::string& what) {
-  if (text != nullptr && std::string(text).find(what) != std::string::npos)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "last error \"" << (text ? text : "(null)")
-                                       << "\" does not mention \"" << what << "\"";
-}
-
 /// The code, and the text both of the thread's last error and of the comm's.
 #define EXPECT_NCCL_ERROR(call, code, comm, text)               \
   do {                                                          \

@@ -20,13 +20,6 @@
 namespace mr {
 namespace {
 
-::testing::AssertionResult mentions(const char* text, const std::string& what) {
-  if (text != nullptr && std::string(text).find(what) != std::string::npos)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "last error \"" << (text ? text : "(null)")
-                                       << "\" does not mention \"" << what << "\"";
-}
-
 /// An all-reduce of (tag + rank + i) over comm, every element checked; then an
 /// all-gather of the ranks (each slot must hold its rank). Every rank must call it.
 void checkComm(ncclComm_t comm, int expectRanks, int expectRank, int tag) {

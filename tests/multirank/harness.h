@@ -23,9 +23,20 @@
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "nccl.h"
 
 namespace mr {
+
+/// Success when `text` (an ncclGetLastError message) contains `what`; else a failure that
+/// quotes both.
+inline ::testing::AssertionResult mentions(const char* text, const std::string& what) {
+  if (text != nullptr && std::string(text).find(what) != std::string::npos)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "last error \"" << (text ? text : "(null)")
+                                       << "\" does not mention \"" << what << "\"";
+}
 
 /// Sets environment variables for its lifetime (nullptr value: unset), then restores.
 class ScopedEnv {

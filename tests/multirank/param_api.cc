@@ -20,13 +20,6 @@
 namespace mr {
 namespace {
 
-::testing::AssertionResult mentions(const char* text, const std::string& what) {
-  if (text != nullptr && std::string(text).find(what) != std::string::npos)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "last error \"" << (text ? text : "(null)")
-                                       << "\" does not mention \"" << what << "\"";
-}
-
 ncclParamHandle_t bind(const char* key) {
   ncclParamHandle_t h = nullptr;
   EXPECT_EQ(ncclParamBind(&h, key), ncclSuccess) << key << ": " << ncclGetLastError(nullptr);

@@ -16,13 +16,6 @@
 namespace mr {
 namespace {
 
-::testing::AssertionResult mentions(const char* text, const std::string& what) {
-  if (text != nullptr && std::string(text).find(what) != std::string::npos)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "last error \"" << (text ? text : "(null)")
-                                       << "\" does not mention \"" << what << "\"";
-}
-
 uint64_t memStat(ncclComm_t comm, ncclCommMemStat_t which) {
   uint64_t v = 12345;
   EXPECT_EQ(ncclCommMemStats(comm, which, &v), ncclSuccess) << ncclGetLastError(comm);

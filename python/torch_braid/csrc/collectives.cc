@@ -166,6 +166,18 @@ ncclResult_t withOp(LaunchContext& c, const Reduction& r,
   return call(op);
 }
 
+/// A send or receive of `bytes` at `ptr` (memory the batch keeps) with `peer`.
+void addSend(Batch& b, const void* ptr, size_t bytes, int peer) {
+  b.launches.push_back({"ncclSend", [ptr, bytes, peer](LaunchContext& c) {
+                          return nccl().send(ptr, bytes, ncclUint8, peer, c.comm, c.stream);
+                        }});
+}
+void addRecv(Batch& b, void* ptr, size_t bytes, int peer) {
+  b.launches.push_back({"ncclRecv", [ptr, bytes, peer](LaunchContext& c) {
+                          return nccl().recv(ptr, bytes, ncclUint8, peer, c.comm, c.stream);
+                        }});
+}
+
 at::Tensor realView(const at::Tensor& t) { return t.is_complex() ? at::view_as_real(t) : t; }
 
 void checkSameShape(const at::Tensor& a, const at::Tensor& b, const char* call) {
@@ -565,12 +577,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::alltoall_base(
       char* s = static_cast<char*>(src.data_ptr()) + inOff * inRow;
       char* d = static_cast<char*>(dst.data_ptr()) + outOff * outRow;
       size_t sb = in[p] * inRow, rb = out[p] * outRow;
-      if (sb) b.launches.push_back({"ncclSend", [s, sb, p](LaunchContext& c) {
-                                      return nccl().send(s, sb, ncclUint8, p, c.comm, c.stream);
-                                    }});
-      if (rb) b.launches.push_back({"ncclRecv", [d, rb, p](LaunchContext& c) {
-                                      return nccl().recv(d, rb, ncclUint8, p, c.comm, c.stream);
-                                    }});
+      if (sb) addSend(b, s, sb, p);
+      if (rb) addRecv(b, d, rb, p);
       inOff += in[p];
       outOff += out[p];
     }
@@ -594,14 +602,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::alltoall(std::vector<at::Tenso
     b.keep.push_back(s);
     b.keep.push_back(d);
     const size_t sb = nbytes(s), rb = nbytes(d);
-    if (sb) b.launches.push_back({"ncclSend", [s, sb, p](LaunchContext& c) {
-                                    return nccl().send(s.data_ptr(), sb, ncclUint8, p, c.comm,
-                                                       c.stream);
-                                  }});
-    if (rb) b.launches.push_back({"ncclRecv", [d, rb, p](LaunchContext& c) {
-                                    return nccl().recv(d.data_ptr(), rb, ncclUint8, p, c.comm,
-                                                       c.stream);
-                                  }});
+    if (sb) addSend(b, s.data_ptr(), sb, p);
+    if (rb) addRecv(b, d.data_ptr(), rb, p);
   }
   b.outputs = outputs;
   return submit(std::move(b));
@@ -617,11 +619,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::send(std::vector<at::Tensor>& 
   Batch b = newBatch("send", c10d::OpType::SEND, deviceOf(tensors, "send"), c10d::kUnsetTimeout);
   at::Tensor s = staged(b, tensors[0], false);
   b.keep.push_back(s);
-  const size_t bytes = nbytes(s);
-  b.launches.push_back({"ncclSend", [s, bytes, dst](LaunchContext& c) {
-                          return nccl().send(s.data_ptr(), bytes, ncclUint8, dst, c.comm,
-                                             c.stream);
-                        }});
+  addSend(b, s.data_ptr(), nbytes(s), dst);
   b.outputs = tensors;
   return submit(std::move(b));
 }
@@ -636,11 +634,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::recv(std::vector<at::Tensor>& 
   Batch b = newBatch("recv", c10d::OpType::RECV, deviceOf(tensors, "recv"), c10d::kUnsetTimeout);
   at::Tensor d = staged(b, tensors[0], true, false);
   b.keep.push_back(d);
-  const size_t bytes = nbytes(d);
-  b.launches.push_back({"ncclRecv", [d, bytes, src](LaunchContext& c) {
-                          return nccl().recv(d.data_ptr(), bytes, ncclUint8, src, c.comm,
-                                             c.stream);
-                        }});
+  addRecv(b, d.data_ptr(), nbytes(d), src);
   b.outputs = tensors;
   return submit(std::move(b));
 }
