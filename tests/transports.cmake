@@ -1,4 +1,4 @@
-# Transport tests: local, shm and net_socket connected end to end (threads and forked
+# Transport tests: local, shm and net (over the Socket network) connected end to end (threads and forked
 # processes), streaming checked bytes through their FIFOs.
 #
 #   build/tests: braid_transports_test     ctest -L transports

@@ -1,6 +1,6 @@
 # Device-mode transports (ConnectContext::device): the p2p rule and descriptor, setup
 # failing cleanly without CUDA, the kernel's view (DevConn) of host FIFOs, and, on a
-# machine with a GPU, bytes moved through p2p / shm / net_socket device connections.
+# machine with a GPU, bytes moved through p2p / shm / net device connections.
 #
 #   braid_transports_dev_test      threads, one process (GPU tests skip without CUDA)
 #   braid_transports_dev_mp_test   forked processes on one GPU (the parent never touches

@@ -60,6 +60,8 @@ struct ConnectContext {
   /// A connection for the CUDA executor: the FIFO must be reachable by this rank's GPU
   /// (cudaDev), and the transport fills SendSide::dev / RecvSide::dev.
   bool device = false;
+  /// Network for the net transport by name ("" = automatic: NCCL_NET's rules).
+  std::string netName;
 };
 
 /// Resources owned by one end of a connection (shm mapping, socket, proxy entry...).
@@ -87,7 +89,7 @@ struct RecvSide {
   std::unique_ptr<ConnResource> res;
 };
 
-enum class TransportId : uint32_t { kLocal = 1, kShm = 2, kNetSocket = 3, kP2p = 4 };
+enum class TransportId : uint32_t { kLocal = 1, kShm = 2, kNet = 3, kP2p = 4 };
 
 class Transport {
  public:
@@ -108,7 +110,8 @@ class Transport {
 /// The built-in transports (singletons).
 Transport& localTransport();
 Transport& shmTransport();
-Transport& netSocketTransport();
+/// Between hosts, over the network NetRegistry picks (src/net/net_registry.h).
+Transport& netTransport();
 /// CUDA IPC / same-process device memory (device connections only).
 Transport& p2pTransport();
 

@@ -62,7 +62,46 @@ const StringParam kHostId("NCCL_HOSTID", "",
 const IntParam kBuffSize("NCCL_BUFFSIZE", 4 << 20,
     "Bytes of FIFO per connection (per channel and direction).");
 const StringParam kTransport("BRAID_TRANSPORT", "auto",
-    "Force one transport for every peer: local, shm, socket, or auto.");
+    "Force one transport for every peer: local, shm, net, or auto. 'socket' is net with "
+    "the Socket network unless NCCL_NET names another.");
+const StringParam kNet("NCCL_NET", "",
+    "Network for traffic between hosts, by name (case-insensitive): IB, Socket, UCX, or an "
+    "external plugin's name. Empty: the external plugin if one loads, else IB where a "
+    "device has an active port, else Socket. A name no network answers to fails init.");
+const StringParam kNetPlugin("NCCL_NET_PLUGIN", "",
+    "External network plugins to try, comma-separated: a name x (libnccl-net-x.so), a "
+    "library name or a path. 'none': no external plugin. Empty: libnccl-net.so if it "
+    "can be loaded. Tables ncclNetPlugin_v11 down to v8 are looked up.");
+const BoolParam kIbDisable("NCCL_IB_DISABLE", false,
+    "Do not use the IB verbs network (RDMA: InfiniBand, RoCE).");
+const StringParam kIbHca("NCCL_IB_HCA", "",
+    "RDMA devices to use: prefix list of device[:port], '^' excludes, '=' exact names "
+    "(e.g. 'mlx5_0:1,mlx5_1', '^mlx5_3', '=rxe0'). Empty: every device with an active "
+    "port.");
+const IntParam kIbGidIndex("NCCL_IB_GID_INDEX", -1,
+    "RoCE GID index; -1 picks one automatically (RoCE v2 over IPv4 first, then IPv6, "
+    "then v1).");
+const IntParam kIbRoceVersion("NCCL_IB_ROCE_VERSION_NUM", 2,
+    "RoCE version the automatic GID choice prefers (1 or 2).");
+const IntParam kIbTimeout("NCCL_IB_TIMEOUT", 20,
+    "IB verbs QP timeout exponent (4.096 us x 2^value per retry).");
+const IntParam kIbRetryCnt("NCCL_IB_RETRY_CNT", 7,
+    "IB verbs QP retry count.");
+const IntParam kIbQpsPerConn("NCCL_IB_QPS_PER_CONNECTION", 1,
+    "Queue pairs per IB connection; messages are split across them (1..16).");
+const IntParam kIbTc("NCCL_IB_TC", 0,
+    "IB traffic class (RoCE: DSCP << 2).");
+const IntParam kIbSl("NCCL_IB_SL", 0,
+    "IB service level.");
+const BoolParam kIbRegCache("BRAID_IB_REG_CACHE", true,
+    "Cache IB memory registrations by address range (a buffer registered again reuses "
+    "its region).");
+const StringParam kUcxTls("BRAID_UCX_TLS", "",
+    "UCX transports for the UCX network (sets UCX_TLS for Braid's UCP context when "
+    "UCX_TLS itself is unset). Empty: UCX's own choice.");
+const IntParam kNetMaxInflight("BRAID_NET_INFLIGHT", 4,
+    "Network requests the proxy keeps posted per connection and direction (1..32; at "
+    "most the FIFO's slot count).");
 const IntParam kFifoSlots("BRAID_FIFO_SLOTS", 8,
     "Slots per connection FIFO (NCCL_BUFFSIZE is split among them).");
 const BoolParam kShmCma("BRAID_SHM_CMA", false,

@@ -80,6 +80,21 @@ extern const StringParam kCommId;        // NCCL_COMM_ID
 extern const StringParam kHostId;        // NCCL_HOSTID
 extern const IntParam kBuffSize;         // NCCL_BUFFSIZE
 extern const StringParam kTransport;     // BRAID_TRANSPORT
+// Networks (transports/net and the nets under it)
+extern const StringParam kNet;           // NCCL_NET
+extern const StringParam kNetPlugin;     // NCCL_NET_PLUGIN
+extern const BoolParam kIbDisable;       // NCCL_IB_DISABLE
+extern const StringParam kIbHca;         // NCCL_IB_HCA
+extern const IntParam kIbGidIndex;       // NCCL_IB_GID_INDEX
+extern const IntParam kIbRoceVersion;    // NCCL_IB_ROCE_VERSION_NUM
+extern const IntParam kIbTimeout;        // NCCL_IB_TIMEOUT
+extern const IntParam kIbRetryCnt;       // NCCL_IB_RETRY_CNT
+extern const IntParam kIbQpsPerConn;     // NCCL_IB_QPS_PER_CONNECTION
+extern const IntParam kIbTc;             // NCCL_IB_TC
+extern const IntParam kIbSl;             // NCCL_IB_SL
+extern const BoolParam kIbRegCache;      // BRAID_IB_REG_CACHE
+extern const StringParam kUcxTls;        // BRAID_UCX_TLS
+extern const IntParam kNetMaxInflight;   // BRAID_NET_INFLIGHT
 extern const IntParam kFifoSlots;        // BRAID_FIFO_SLOTS
 extern const BoolParam kShmCma;          // BRAID_SHM_CMA
 extern const IntParam kCmaMinBytes;      // BRAID_CMA_MIN_BYTES

@@ -112,14 +112,14 @@ ncclResult_t Comm::chooseTransport(int peer, Transport** out) {
   const PeerInfo& other = peers[peer];
   Transport* local = &localTransport();
   Transport* shm = &shmTransport();
-  Transport* net = &netSocketTransport();
+  Transport* net = &netTransport();
   if (peer == rank) {
     *out = local;  // a rank's connection to itself is always in-process
     return ncclSuccess;
   }
   const std::string& forced = settings.forcedTransport;
   if (!forced.empty()) {
-    Transport* t = forced == "local" ? local : forced == "shm" ? shm : net;
+    Transport* t = forced == "local" ? local : forced == "shm" ? shm : net;  // net, socket
     if (!t->canConnect(me, other))
       return setError(ncclInvalidUsage, this,
                       "BRAID_TRANSPORT=%s cannot connect rank %d (pid %d on %s) and rank %d "
@@ -140,12 +140,12 @@ ncclResult_t Comm::chooseDeviceTransport(int peer, Transport** out) {
   const PeerInfo& other = peers[peer];
   Transport* p2p = &p2pTransport();
   Transport* shm = &shmTransport();
-  Transport* net = &netSocketTransport();
+  Transport* net = &netTransport();
   const std::string& forced = settings.forcedTransport;
   Transport* t = nullptr;
   if (peer == rank || forced == "local") t = p2p;  // in-process: device memory as is
   else if (forced == "shm") t = shm;
-  else if (forced == "socket") t = net;
+  else if (settings.forcedNet()) t = net;
   if (t != nullptr) {
     if (!t->canConnect(me, other))
       return setError(ncclInvalidUsage, this,

@@ -41,7 +41,10 @@ struct CommSettings {
   uint64_t cmaMinBytes = 65536;    ///< single-copy (process_vm_readv) pieces from this size
   bool streamStores = true;        ///< non-temporal stores into peers' FIFO slots
   uint64_t streamOutputBytes = UINT64_MAX;  ///< ... and into results of plans this large
-  std::string forcedTransport;  ///< "", "local", "shm" or "socket"
+  std::string forcedTransport;  ///< "", "local", "shm", "net" or "socket"
+  std::string netName;  ///< network by name (netName config, NCCL_NET; "" = automatic)
+  /// BRAID_TRANSPORT forces the net transport ("net", or "socket": net over sockets).
+  bool forcedNet() const { return forcedTransport == "net" || forcedTransport == "socket"; }
   std::string algoSpec;   ///< NCCL_ALGO at init (the same on every rank: checked)
   std::string protoSpec;  ///< NCCL_PROTO at init (likewise)
   bool shmDisable = false;

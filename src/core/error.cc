@@ -45,6 +45,17 @@ ncclResult_t setError(ncclResult_t code, Comm* comm, const char* fmt, ...) {
   return code;
 }
 
+ncclResult_t noteError(ncclResult_t code, const char* fmt, ...) {
+  char msg[kMsgBytes];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  BRAID_INFO(kLogNet, "%s", msg);
+  memcpy(tlsLastError, msg, sizeof(msg));
+  return code;
+}
+
 const char* lastError(Comm* comm) {
   if (comm) {
     CommErrors& e = commErrors();

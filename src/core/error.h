@@ -15,6 +15,12 @@ struct Comm;
 ncclResult_t setError(ncclResult_t code, Comm* comm, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/// Like setError for this thread only, logged at INFO (NET) instead of WARN: for
+/// failures that are often part of an orderly end (a peer closing a connection at
+/// teardown), which the layer above reports if they matter.
+ncclResult_t noteError(ncclResult_t code, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /// The message ncclGetLastError(comm) returns (comm may be null: this thread's).
 const char* lastError(Comm* comm);
 /// Drop a destroyed communicator's message.

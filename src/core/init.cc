@@ -110,6 +110,10 @@ CommSettings readSettings(const ncclConfig_t& cfg) {
   std::transform(s.forcedTransport.begin(), s.forcedTransport.end(), s.forcedTransport.begin(),
                  ::tolower);
   if (s.forcedTransport == "auto") s.forcedTransport.clear();
+  s.netName = cfg.netName && cfg.netName != NCCL_CONFIG_UNDEF_PTR ? std::string(cfg.netName)
+                                                                 : param::kNet.get();
+  // BRAID_TRANSPORT=socket: the net transport over sockets unless a net is named.
+  if (s.netName.empty() && s.forcedTransport == "socket") s.netName = "Socket";
   s.algoSpec = param::kAlgo.get();
   s.protoSpec = param::kProto.get();
   s.shmDisable = param::kShmDisable.get();
@@ -152,7 +156,7 @@ ncclResult_t readConfig(const ncclConfig_t* user, ncclConfig_t* out, const char*
 
 const char* transportEnvMismatch(const CommSettings& s) {
   const std::string& f = s.forcedTransport;
-  if (!f.empty() && f != "local" && f != "shm" && f != "socket") return f.c_str();
+  if (!f.empty() && f != "local" && f != "shm" && !s.forcedNet()) return f.c_str();
   return nullptr;
 }
 
@@ -180,7 +184,7 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   comm->settings = readSettings(cfg);
   if (const char* bad = transportEnvMismatch(comm->settings))
     return finish(setError(ncclInvalidArgument, comm,
-                           "BRAID_TRANSPORT='%s' is not one of auto, local, shm, socket", bad));
+                           "BRAID_TRANSPORT='%s' is not one of auto, local, shm, net, socket", bad));
   BootstrapOptions opts;
   opts.timeoutMs = comm->settings.bootstrapTimeoutMs;
   opts.abortFlag = &comm->abortFlag;
@@ -259,7 +263,7 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   if (param::kSpinUs.raw() == nullptr) {
     int threads = 0;
     // Sockets (a proxy thread per rank) between hosts, or forced between local ranks.
-    bool remote = comm->settings.forcedTransport == "socket" || comm->settings.shmDisable;
+    bool remote = comm->settings.forcedNet() || comm->settings.shmDisable;
     for (const PeerInfo& p : comm->peers) {
       threads += p.machineHash == me.info.machineHash;
       remote = remote || p.hostHash != me.info.hostHash;

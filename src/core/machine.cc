@@ -1,5 +1,6 @@
 #include "src/core/machine.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -8,6 +9,7 @@
 #include "src/config/params.h"
 #include "src/core/comm.h"
 #include "src/core/error.h"
+#include "src/net/net_registry.h"
 #include "src/topo/node_topology.h"
 #include "src/topo/search.h"
 #include "src/topo/summary.h"
@@ -54,6 +56,28 @@ CostModel defaultCostModel(double nicGbps) {
   return m;
 }
 
+void applyNetCost(const Net& net, CostModel* m) {
+  if (net.name == "Socket") return;  // the defaults are the Socket net's measurements
+  double mbps = 0, latUs = 0;
+  for (const ncclNetProperties_v11_t& p : net.devices) {
+    mbps += p.speed > 0 ? p.speed : 0;
+    latUs = std::max<double>(latUs, p.latency);
+  }
+  const double devGbps = mbps / 8000.0;  // Mbit/s -> GB/s, all devices
+  if (net.name == "UCX") {
+    // UCX measured over TCP on the development VM (docs/performance.md): a little
+    // slower per message than our own sockets, similar bandwidth.
+    m->inter.alphaUs = 30;
+    m->inter.gbps = 2.5;
+  } else {
+    // RDMA and plugins: one connection runs at about the link rate; latency as the
+    // device reports it, else a few microseconds (verbs RC round trips on real NICs).
+    m->inter.alphaUs = latUs > 0 ? latUs : 3;
+    if (devGbps > 0) m->inter.gbps = devGbps / double(net.devices.size());
+  }
+  if (devGbps > 0 && net.name != "UCX") m->nicGbps = devGbps;
+}
+
 CostModel topologyCostModel() {
   return defaultCostModel(topo::summarize(topo::nodeTopology()).nicGbps);
 }
@@ -61,7 +85,19 @@ CostModel topologyCostModel() {
 ncclResult_t loadCostModel(Comm* comm, CostModel* out) {
   *out = topologyCostModel();
   const std::string path = param::kTunerModel.get();
-  if (path.empty()) return ncclSuccess;
+  if (path.empty()) {
+    // The network this communicator's hosts would talk over sets the inter-node costs.
+    // Choosing it loads plugins once per process, as NCCL's init does; a network that
+    // cannot be used is reported when a connection needs it, not here.
+    const Net* net = nullptr;
+    if (NetRegistry::get().select(comm->settings.netName, &net) == ncclSuccess) {
+      applyNetCost(*net, out);
+      BRAID_INFO(kLogTuning, "inter-node costs from the %s net: %.1f us, %.2f GB/s per "
+                 "connection, %.2f GB/s per node", net->name.c_str(), out->inter.alphaUs,
+                 out->inter.gbps, out->nicGbps);
+    }
+    return ncclSuccess;
+  }
   std::ifstream f(path);
   if (!f)
     return setError(ncclInvalidArgument, comm, "BRAID_TUNER_MODEL: cannot read '%s'",

@@ -32,4 +32,10 @@ CostModel defaultCostModel(double nicGbps);
 /// defaultCostModel() with this node's topology (NCCL_TOPO_FILE or detected).
 CostModel topologyCostModel();
 
+struct Net;
+/// The inter-node link parameters of network `net` put into *m: the Socket net's
+/// measured figures; for the others the figures measured for them where Braid has
+/// some (UCX over TCP), else their devices' reported speed and latency.
+void applyNetCost(const Net& net, CostModel* m);
+
 }  // namespace braid

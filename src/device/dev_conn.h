@@ -6,7 +6,7 @@
 //   * p2p: device memory of the receiving rank (cudaMalloc), opened by the sender with
 //     CUDA IPC (another process) or used as is (same process);
 //   * shm: the host shared-memory segment, registered with CUDA (pinned, mapped);
-//   * net_socket: the proxy's host FIFO, registered likewise; the proxy thread moves the
+//   * net: the proxy's host FIFO, registered likewise; the proxy thread moves the
 //     bytes between it and the socket.
 // All pointers below are device-accessible addresses of that region (for host memory,
 // the mapped device pointer from cudaHostGetDevicePointer; on the host emulation, the

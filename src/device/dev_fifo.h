@@ -1,7 +1,7 @@
 // DevSender / DevReceiver: the FIFO protocol of src/exec/fifo.h over a DevConn, as the
 // CUDA executor's kernels (and their host emulation) run it. Bit-compatible with the
 // host FifoSender / FifoReceiver: the other end of a connection may be a host thread
-// (the net_socket proxy reads and writes the same region with the host classes).
+// (the net proxy reads and writes the same region with the host classes).
 //
 // Protocol (the same words, the same meaning):
 //  * sender: a free slot exists while tail - head < nslots; it writes the payload and

@@ -24,6 +24,7 @@ ConnectContext contextFor(Comm* c, int peer, int channel, bool device) {
   ctx.timeoutMs = c->settings.bootstrapTimeoutMs;
   ctx.abortFlag = &c->abortFlag;
   ctx.device = device;
+  ctx.netName = c->settings.netName;
   return ctx;
 }
 

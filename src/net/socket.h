@@ -1,5 +1,5 @@
 // Socket: RAII TCP socket with deadlines and an abort flag, shared by the bootstrap
-// and the net_socket transport. Plus address helpers (NCCL_SOCKET_IFNAME selection).
+// the Socket network and others. Plus address helpers (NCCL_SOCKET_IFNAME selection).
 #pragma once
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -51,6 +51,12 @@ class Socket {
   int fd() const { return fd_; }
   bool valid() const { return fd_ >= 0; }
   void close();
+  /// Gives up ownership: returns the descriptor, which the caller must close.
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
 
   /// Listen on addr (port 0 picks one; *bound gets the real address).
   ncclResult_t listen(const SockAddr& addr, SockAddr* bound);

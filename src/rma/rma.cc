@@ -145,7 +145,7 @@ ncclResult_t RmaState::setup() {
   const CommSettings& s = comm->settings;
   // Which paths can occur: peers in other processes of this host (shared counters)
   // and peers in other processes at all (the agent: other hosts, or a failed test read).
-  const bool sameHostAllowed = s.forcedTransport != "socket" && !s.shmDisable;
+  const bool sameHostAllowed = !s.forcedNet() && !s.shmDisable;
   bool needShm = false, needAgent = false;
   for (const PeerInfo& p : comm->peers) {
     if (p.processHash == self.processHash) continue;

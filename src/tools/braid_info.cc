@@ -8,6 +8,7 @@
 #include "braid/braid.h"
 #include "nccl.h"
 #include "src/config/params.h"
+#include "src/net/net_registry.h"
 #include "src/topo/node_topology.h"
 #include "src/topo/summary.h"
 
@@ -39,6 +40,35 @@ void wrap(const char* text, int indent, int width) {
   if (!line.empty()) printf("%*s%s\n", indent, "", line.c_str());
 }
 
+/// Networks: every candidate, its devices or why it cannot be used, and the one that
+/// inter-host traffic would take (NCCL_NET, NCCL_NET_PLUGIN, NCCL_IB_DISABLE apply).
+void printNetworks() {
+  printf("Networks (inter-host traffic):\n");
+  for (const braid::NetRegistry::Entry& e : braid::NetRegistry::get().describe()) {
+    if (!e.net) {
+      printf("  %-10s unavailable: %s\n", e.name.c_str(), e.state.c_str());
+      continue;
+    }
+    const braid::Net& n = *e.net;
+    printf("  %-10s %s%s (ncclNet v%d)\n", n.name.c_str(), n.external ? "plugin " : "built in",
+           n.external ? n.library.c_str() : "", n.abiVersion);
+    for (size_t d = 0; d < n.devices.size(); ++d) {
+      const ncclNetProperties_v11_t& p = n.devices[d];
+      printf("    dev %zu: %-10s port %d, %d Mbit/s, latency %.1f us, %s%s%s, max recvs %d%s%s\n",
+             d, p.name ? p.name : "?", p.port, p.speed, double(p.latency),
+             (p.ptrSupport & NCCL_PTR_HOST) ? "host" : "",
+             (p.ptrSupport & NCCL_PTR_CUDA) ? "+cuda" : "",
+             (p.ptrSupport & NCCL_PTR_DMABUF) ? "+dmabuf" : "", p.maxRecvs,
+             p.pciPath ? ", " : "", p.pciPath ? p.pciPath : "");
+    }
+  }
+  const braid::Net* chosen = nullptr;
+  if (braid::NetRegistry::get().select(braid::param::kNet.get(), &chosen) == ncclSuccess)
+    printf("  in use: %s\n", chosen->name.c_str());
+  else
+    printf("  in use: none (NCCL_NET='%s' cannot be used)\n", braid::param::kNet.get().c_str());
+}
+
 /// The variable table as Markdown (docs/environment.md holds this verbatim).
 void printMarkdown() {
   printf("| variable | type | default | meaning |\n|---|---|---|---|\n");
@@ -64,9 +94,14 @@ int main(int argc, char** argv) {
            t.describeTree().c_str());
     return 0;
   }
+  if (argc > 1 && strcmp(argv[1], "--net") == 0) {
+    printNetworks();
+    return 0;
+  }
   if (argc > 1 && !brief) {
-    printf("usage: %s [--brief | --markdown | --topo]\n  prints the version, build features and "
-           "environment variables; --topo: the node topology\n", argv[0]);
+    printf("usage: %s [--brief | --markdown | --topo | --net]\n  prints the version, build "
+           "features, networks and environment variables; --topo: the node topology; --net: "
+           "the networks only\n", argv[0]);
     return strcmp(argv[1], "--help") == 0 ? 0 : 2;
   }
   int v = 0;
@@ -74,6 +109,8 @@ int main(int argc, char** argv) {
   printf("Braid %s (NCCL API %d.%d.%d, version code %d)\n", braidVersionString(), v / 10000,
          (v / 100) % 100, v % 100, v);
   printf("Build features: %s\n\n", braidBuildFeatures());
+  printNetworks();
+  printf("\n");
   printf("Environment variables (value [default]):\n");
   for (const braid::ParamBase* p : braid::ParamBase::all()) {
     const char* raw = p->raw();

@@ -63,7 +63,7 @@ mn_judge() {
 }
 
 # mn_transports LOG NODES PER PLACEMENT: every "rank R ...: channel C from rank P via T"
-# line (NCCL_DEBUG_SUBSYS=INIT) must say shm for two ranks of one node and socket for
+# line (NCCL_DEBUG_SUBSYS=INIT) must say shm for two ranks of one node and net for
 # ranks of two nodes; at least one of each must be seen where the layout has such pairs.
 mn_transports() {
   awk -v nodes="$2" -v per="$3" -v placement="$4" '
@@ -75,7 +75,7 @@ mn_transports() {
         if ($i == "via") how = $(i + 1)
       }
       seen++
-      want = me == peer ? "local" : (node(me) == node(peer) ? "shm" : "socket")
+      want = me == peer ? "local" : (node(me) == node(peer) ? "shm" : "net")
       count[how]++
       if (how != want) {
         bad++
@@ -86,8 +86,8 @@ mn_transports() {
       if (seen == 0) { print "no transport lines in the log (NCCL_DEBUG_SUBSYS=INIT)"; exit 1 }
       if (bad > 0) { printf "%d connections on the wrong transport\n", bad; exit 1 }
       if (per > 1 && count["shm"] == 0) { print "no shm connection inside a node"; exit 1 }
-      if (nodes > 1 && count["socket"] == 0) { print "no socket connection across nodes"; exit 1 }
-      printf "transports ok: %d shm, %d socket, %d local\n", count["shm"], count["socket"], count["local"]
+      if (nodes > 1 && count["net"] == 0) { print "no net connection across nodes"; exit 1 }
+      printf "transports ok: %d shm, %d net, %d local\n", count["shm"], count["net"], count["local"]
     }' "$1"
 }
 

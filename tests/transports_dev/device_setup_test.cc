@@ -150,9 +150,9 @@ TEST_F(NoCuda, NetDeviceSetupFailsAndHostModeStillWorks) {
   {
     RecvSide recv;
     ConnDescriptor d;
-    EXPECT_EQ(netSocketTransport().setupRecv(devCtx(&r1, &r0, 4, 4096), &recv, &d),
+    EXPECT_EQ(netTransport().setupRecv(devCtx(&r1, &r0, 4, 4096), &recv, &d),
               ncclSystemError);
-    EXPECT_NE(lastMsg().find("net_socket: rank 1 <- rank 0"), std::string::npos) << lastMsg();
+    EXPECT_NE(lastMsg().find("net: rank 1 <- rank 0"), std::string::npos) << lastMsg();
     EXPECT_FALSE(recv.res);
   }
   {
@@ -161,21 +161,21 @@ TEST_F(NoCuda, NetDeviceSetupFailsAndHostModeStillWorks) {
     SendSide send;
     ConnDescriptor d;
     ConnectContext rctx = makeCtx(&r1, &r0, 4, 4096, /*timeoutMs=*/300);
-    ASSERT_EQ(netSocketTransport().setupRecv(rctx, &recv, &d), ncclSuccess);
-    EXPECT_EQ(netSocketTransport().connectSend(devCtx(&r0, &r1, 4, 4096), d, &send),
+    ASSERT_EQ(netTransport().setupRecv(rctx, &recv, &d), ncclSuccess);
+    EXPECT_EQ(netTransport().connectSend(devCtx(&r0, &r1, 4, 4096), d, &send),
               ncclSystemError);
-    EXPECT_NE(lastMsg().find("net_socket: rank 0 -> rank 1"), std::string::npos) << lastMsg();
+    EXPECT_NE(lastMsg().find("net: rank 0 -> rank 1"), std::string::npos) << lastMsg();
     EXPECT_FALSE(send.res);
-    EXPECT_NE(netSocketTransport().finishRecv(rctx, &recv), ncclSuccess);
+    EXPECT_NE(netTransport().finishRecv(rctx, &recv), ncclSuccess);
     EXPECT_NE(lastMsg().find("did not connect"), std::string::npos) << lastMsg();
   }
   RecvSide recv;
   SendSide send;
   ConnDescriptor d;
   ConnectContext rctx = makeCtx(&r1, &r0, 4, 4096);
-  ASSERT_EQ(netSocketTransport().setupRecv(rctx, &recv, &d), ncclSuccess);
-  ASSERT_EQ(netSocketTransport().connectSend(makeCtx(&r0, &r1, 4, 4096), d, &send), ncclSuccess);
-  ASSERT_EQ(netSocketTransport().finishRecv(rctx, &recv), ncclSuccess);
+  ASSERT_EQ(netTransport().setupRecv(rctx, &recv, &d), ncclSuccess);
+  ASSERT_EQ(netTransport().connectSend(makeCtx(&r0, &r1, 4, 4096), d, &send), ncclSuccess);
+  ASSERT_EQ(netTransport().finishRecv(rctx, &recv), ncclSuccess);
   EXPECT_FALSE(send.dev.valid());
   EXPECT_FALSE(recv.dev.valid());
   expectStream(send, recv);

@@ -1,5 +1,5 @@
 // Device connections on a GPU, one process: p2p between two threads, and shm /
-// net_socket in device mode (registered host FIFOs), with the kernels' protocol
+// net (over Socket) in device mode (registered host FIFOs), with the kernels' protocol
 // played through the DevConn addresses by synchronous copies. Skipped without CUDA.
 #include <gtest/gtest.h>
 
@@ -112,7 +112,7 @@ TEST_F(Gpu, NetDeviceModeMovesDeviceWritesThroughTheProxy) {
   PeerInfo r0 = gpuPeer(0, dev_, 7), r1 = gpuPeer(1, dev_, 8);
   RecvSide recv;
   SendSide send;
-  ASSERT_NO_FATAL_FAILURE(connectPair(netSocketTransport(),
+  ASSERT_NO_FATAL_FAILURE(connectPair(netTransport(),
                                       devCtx(&r1, &r0, kSlots, kSlotBytes),
                                       devCtx(&r0, &r1, kSlots, kSlotBytes), &recv, &send));
   ASSERT_TRUE(send.dev.valid() && recv.dev.valid());

@@ -17,7 +17,7 @@
 
 namespace braid {
 
-// ---- helpers shared with shm / net_socket --------------------------------------
+// ---- helpers shared with shm / net --------------------------------------------
 
 std::string cudaReason() {
   if (!cudart::available()) {

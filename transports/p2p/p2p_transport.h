@@ -76,7 +76,7 @@ const P2pDeviceQuery& cudaDeviceQuery();
 bool p2pCanConnect(const PeerInfo& self, const PeerInfo& peer, const P2pDeviceQuery& q);
 
 /// Host memory pinned and mapped for the GPUs (cudaHostRegister) while alive: the shm
-/// and net_socket transports' FIFOs in device mode. Unregistered by reset() or the
+/// and net transports' FIFOs in device mode. Unregistered by reset() or the
 /// destructor, only in the process that registered it (a fork()ed copy skips it).
 class HostRegistration {
  public:

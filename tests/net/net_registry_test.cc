@@ -1,0 +1,199 @@
+// NetRegistry: which network carries inter-host traffic (NCCL_NET, NCCL_NET_PLUGIN,
+// NCCL_IB_DISABLE), external plugins of our own loaded by path (v11 as is, v8 through
+// the adapter), fallbacks with a reason, and the Socket net through its table.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/core/error.h"
+#include "src/net/net_registry.h"
+
+namespace braid {
+namespace {
+
+std::string plugin(const char* variant) {
+  return std::string(BRAID_TEST_PLUGIN_DIR) + "/libnccl-net-" + variant + ".so";
+}
+
+/// Sets environment variables for one test and restores them after.
+class EnvGuard {
+ public:
+  void set(const char* name, const std::string& value) {
+    const char* old = std::getenv(name);
+    saved_.push_back({name, old ? old : "", old != nullptr});
+    setenv(name, value.c_str(), 1);
+  }
+  ~EnvGuard() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->had) setenv(it->name.c_str(), it->value.c_str(), 1);
+      else unsetenv(it->name.c_str());
+    }
+  }
+
+ private:
+  struct Saved {
+    std::string name, value;
+    bool had;
+  };
+  std::vector<Saved> saved_;
+};
+
+/// Moves `sizes` messages from a sender to a receiver comm of `net`, in one thread
+/// (every call is non-blocking), and checks every byte.
+void roundTrip(const Net& net, const std::vector<size_t>& sizes) {
+  const ncclNet_v11_t* t = net.table;
+  unsigned char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  void* listenComm = nullptr;
+  ASSERT_EQ(t->listen(net.ctx, 0, handle, &listenComm), ncclSuccess);
+  void* sendComm = nullptr;
+  void* recvComm = nullptr;
+  ncclNetDeviceHandle_v11_t* dh = nullptr;
+  for (int i = 0; i < 200000 && (!sendComm || !recvComm); ++i) {
+    if (!sendComm) {
+      ASSERT_EQ(t->connect(net.ctx, 0, handle, &sendComm, &dh), ncclSuccess);
+    }
+    if (!recvComm) {
+      ASSERT_EQ(t->accept(listenComm, &recvComm, &dh), ncclSuccess);
+    }
+  }
+  ASSERT_TRUE(sendComm && recvComm) << "connect/accept never completed";
+  for (size_t n : sizes) {
+    std::vector<unsigned char> out(n), in(n + 100, 0xee);
+    for (size_t i = 0; i < n; ++i) out[i] = static_cast<unsigned char>(i * 7 + n);
+    void *smh = nullptr, *rmh = nullptr;
+    ASSERT_EQ(t->regMr(sendComm, out.data(), out.size() + 1, NCCL_PTR_HOST, &smh), ncclSuccess);
+    ASSERT_EQ(t->regMr(recvComm, in.data(), in.size(), NCCL_PTR_HOST, &rmh), ncclSuccess);
+    void* buf = in.data();
+    size_t cap = in.size();
+    int tag = 0;
+    void *sreq = nullptr, *rreq = nullptr;
+    for (int i = 0; i < 100000 && !rreq; ++i)
+      ASSERT_EQ(t->irecv(recvComm, 1, &buf, &cap, &tag, &rmh, nullptr, &rreq), ncclSuccess);
+    for (int i = 0; i < 100000 && !sreq; ++i)
+      ASSERT_EQ(t->isend(sendComm, out.data(), n, 0, smh, nullptr, &sreq), ncclSuccess);
+    ASSERT_TRUE(sreq && rreq);
+    int sdone = 0, rdone = 0, ssize = -1, rsize = -1;
+    for (int i = 0; i < 10000000 && !(sdone && rdone); ++i) {
+      if (!sdone) {
+      ASSERT_EQ(t->test(sreq, &sdone, &ssize), ncclSuccess);
+    }
+      if (!rdone) {
+      ASSERT_EQ(t->test(rreq, &rdone, &rsize), ncclSuccess);
+    }
+    }
+    ASSERT_TRUE(sdone && rdone) << n << " bytes never arrived";
+    EXPECT_EQ(rsize, int(n));
+    EXPECT_EQ(std::memcmp(in.data(), out.data(), n), 0) << n << " bytes";
+    EXPECT_EQ(in[n], 0xee) << "wrote past the message";
+    t->deregMr(sendComm, smh);
+    t->deregMr(recvComm, rmh);
+  }
+  EXPECT_EQ(t->closeSend(sendComm), ncclSuccess);
+  EXPECT_EQ(t->closeRecv(recvComm), ncclSuccess);
+  EXPECT_EQ(t->closeListen(listenComm), ncclSuccess);
+}
+
+TEST(NetRegistry, SocketIsTheNetOfLastResort) {
+  EnvGuard env;
+  env.set("NCCL_NET_PLUGIN", "none");
+  env.set("NCCL_IB_DISABLE", "1");
+  const Net* net = nullptr;
+  ASSERT_EQ(NetRegistry::get().select("", &net), ncclSuccess);
+  EXPECT_EQ(net->name, "Socket");
+  EXPECT_FALSE(net->external);
+  ASSERT_EQ(net->devices.size(), 1u);
+  EXPECT_TRUE(net->devices[0].ptrSupport & NCCL_PTR_HOST);
+  EXPECT_NE(net->pollFd, nullptr) << "the Socket net offers its descriptors to the proxy";
+  roundTrip(*net, {0, 1, 4096, 1 << 20, (8 << 20) + 3});
+}
+
+TEST(NetRegistry, NamesAreCaseInsensitiveAndUnknownNamesFail) {
+  EnvGuard env;
+  env.set("NCCL_NET_PLUGIN", "none");
+  const Net* net = nullptr;
+  ASSERT_EQ(NetRegistry::get().select("sOcKeT", &net), ncclSuccess);
+  EXPECT_EQ(net->name, "Socket");
+  EXPECT_EQ(NetRegistry::get().select("Infiniband9", &net), ncclInvalidUsage);
+  std::string msg = lastError(nullptr);
+  EXPECT_NE(msg.find("'Infiniband9' cannot be used (no network has that name)"),
+            std::string::npos) << msg;
+  EXPECT_NE(msg.find("available: "), std::string::npos) << msg;
+}
+
+TEST(NetRegistry, IbDisabledIsNamedInTheError) {
+  EnvGuard env;
+  env.set("NCCL_NET_PLUGIN", "none");
+  env.set("NCCL_IB_DISABLE", "1");
+  const Net* net = nullptr;
+  EXPECT_EQ(NetRegistry::get().select("IB", &net), ncclInvalidUsage);
+  EXPECT_NE(std::string(lastError(nullptr)).find("disabled by NCCL_IB_DISABLE"),
+            std::string::npos) << lastError(nullptr);
+}
+
+TEST(NetRegistry, AV11PluginByPathIsPreferredAndWorks) {
+  EnvGuard env;
+  env.set("NCCL_NET_PLUGIN", plugin("x"));
+  const Net* net = nullptr;
+  ASSERT_EQ(NetRegistry::get().select("", &net), ncclSuccess);
+  EXPECT_EQ(net->name, "X");
+  EXPECT_TRUE(net->external);
+  EXPECT_EQ(net->abiVersion, 11);
+  EXPECT_NE(net->library.find("libnccl-net-x.so"), std::string::npos) << net->library;
+  roundTrip(*net, {0, 1, 65536, 3 << 20});
+  // NCCL_NET picks another net although the plugin loads.
+  const Net* sock = nullptr;
+  ASSERT_EQ(NetRegistry::get().select("Socket", &sock), ncclSuccess);
+  EXPECT_EQ(sock->name, "Socket");
+}
+
+TEST(NetRegistry, AV8PluginIsAdaptedToV11) {
+  EnvGuard env;
+  env.set("NCCL_NET_PLUGIN", plugin("x8"));
+  const Net* net = nullptr;
+  ASSERT_EQ(NetRegistry::get().select("", &net), ncclSuccess);
+  EXPECT_EQ(net->name, "X8");
+  EXPECT_EQ(net->abiVersion, 8);
+  ASSERT_EQ(net->devices.size(), 1u);
+  EXPECT_EQ(net->devices[0].vProps.ndevs, 1) << "v8 has no virtual devices: one per device";
+  EXPECT_GT(net->devices[0].maxP2pBytes, 0u);
+  roundTrip(*net, {0, 7, 65536, 2 << 20});
+}
+
+TEST(NetRegistry, BrokenPluginsFallBackWithAReason) {
+  EnvGuard env;
+  env.set("NCCL_IB_DISABLE", "1");
+  const Net* net = nullptr;
+  for (const char* variant : {"broken", "failinit"}) {
+    env.set("NCCL_NET_PLUGIN", plugin(variant));
+    ASSERT_EQ(NetRegistry::get().select("", &net), ncclSuccess) << variant;
+    EXPECT_EQ(net->name, "Socket") << variant;
+  }
+  env.set("NCCL_NET_PLUGIN", "no-such-plugin-here");
+  ASSERT_EQ(NetRegistry::get().select("", &net), ncclSuccess);
+  EXPECT_EQ(net->name, "Socket");
+  bool sawBroken = false, sawFailInit = false, sawMissing = false;
+  // describe() reports the current NCCL_NET_PLUGIN's items with their reasons.
+  for (const char* variant : {"broken", "failinit"}) {
+    env.set("NCCL_NET_PLUGIN", plugin(variant));
+    for (const auto& e : NetRegistry::get().describe()) {
+      if (e.name.find("libnccl-net-broken.so") != std::string::npos)
+        sawBroken = e.state.find("exports no ncclNetPlugin_v11") != std::string::npos;
+      if (e.name.find("libnccl-net-failinit.so") != std::string::npos)
+        sawFailInit = e.state.find("init() failed") != std::string::npos;
+    }
+  }
+  env.set("NCCL_NET_PLUGIN", "no-such-plugin-here");
+  for (const auto& e : NetRegistry::get().describe())
+    if (e.name == "plugin no-such-plugin-here")
+      sawMissing = e.state.find("libnccl-net-no-such-plugin-here.so") != std::string::npos;
+  EXPECT_TRUE(sawBroken);
+  EXPECT_TRUE(sawFailInit);
+  EXPECT_TRUE(sawMissing) << "the reason lists the library names tried";
+}
+
+}  // namespace
+}  // namespace braid

@@ -1,0 +1,338 @@
+// NetConn: see net_conn.h.
+#include "transports/net/net_conn.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "src/config/log.h"
+#include "src/core/error.h"
+#include "src/net/socket.h"
+
+namespace braid {
+
+NetConn::NetConn(Dir dir, const Net* net, int dev, uint32_t nslots, uint64_t slotBytes,
+                 int peerRank, int inflight)
+    : dir_(dir),
+      net_(net),
+      dev_(dev),
+      peerRank_(peerRank),
+      nslots_(nslots),
+      slotBytes_(slotBytes),
+      inflight_(inflight) {
+  // Whole pages: device mode registers them with CUDA, nets with the NIC.
+  constexpr size_t kPage = 4096;
+  const size_t fifo = (FifoLayout::bytesFor(nslots, slotBytes) + 63) & ~size_t(63);
+  bytes_ = (fifo + sizeof(NetHello) + kPage - 1) & ~(kPage - 1);
+  mem_ = std::aligned_alloc(kPage, bytes_);
+  if (!mem_) return;
+  std::memset(mem_, 0, bytes_);
+  hdr_ = FifoLayout::init(mem_, nslots, slotBytes);
+  slots_ = reinterpret_cast<SlotInfo*>(hdr_ + 1);
+  data_ = static_cast<char*>(mem_) + FifoLayout::dataOffset(nslots);
+  hello_ = reinterpret_cast<NetHello*>(static_cast<char*>(mem_) + fifo);
+  reqs_.assign(size_t(inflight_), nullptr);
+}
+
+NetConn::~NetConn() {
+  // The proxy has let go. Requests still posted belong to the comm we close now; the
+  // net frees them with it.
+  closeComm();
+  cuda_.reset();
+  std::free(mem_);
+}
+
+void NetConn::closeComm() {
+  if (!comm_) return;
+  if (mhandle_) net_->table->deregMr(comm_, mhandle_);
+  if (dir_ == Dir::kSend) net_->table->closeSend(comm_);
+  else net_->table->closeRecv(comm_);
+  comm_ = nullptr;
+  mhandle_ = nullptr;
+}
+
+bool NetConn::idle() const {
+  return !connecting_ && comm_ && done_ == posted_ && !helloToSend_ && !helloReq_;
+}
+
+std::string NetConn::netError(const char* call, ncclResult_t r) const {
+  std::string text = std::string(net_->name) + " net: " + call + " failed (error " +
+                     std::to_string(int(r)) + ")";
+  // Built-in nets leave their message as this thread's last error.
+  const char* last = lastError(nullptr);
+  if (last && *last) text += ": " + std::string(last);
+  return text;
+}
+
+ncclResult_t NetConn::registerFifo() {
+  ncclResult_t r = net_->table->regMr(comm_, mem_, bytes_, NCCL_PTR_HOST, &mhandle_);
+  if (r != ncclSuccess)
+    return setError(r, nullptr, "%s", netError("regMr of the connection's FIFO", r).c_str());
+  return ncclSuccess;
+}
+
+void NetConn::startConnect(const void* handle, size_t handleBytes, const NetHello& hello,
+                           int64_t deadlineMs, std::string peerDesc) {
+  handle_.assign(static_cast<const unsigned char*>(handle),
+                 static_cast<const unsigned char*>(handle) + handleBytes);
+  *hello_ = hello;
+  deadlineMs_ = deadlineMs;
+  connecting_ = true;
+  helloToSend_ = true;
+  peerDesc_ = std::move(peerDesc);
+}
+
+ncclResult_t NetConn::acceptHello(void* comm, const NetHello& expect, int64_t deadlineMs,
+                                  const std::atomic<bool>* abort, bool* ok,
+                                  std::string peerDesc) {
+  *ok = false;
+  comm_ = comm;
+  peerDesc_ = std::move(peerDesc);
+  BRAID_CHECK(registerFifo());
+  void* buf = hello_;
+  size_t size = sizeof(NetHello);
+  int tag = 0;
+  void* req = nullptr;
+  auto drop = [&](const char* why) {
+    BRAID_WARN("%s net: rejected a connection for rank %d <- rank %d (channel %d): %s",
+               net_->name.c_str(), expect.rank, peerRank_, expect.channel, why);
+    net_->table->deregMr(comm_, mhandle_);
+    net_->table->closeRecv(comm_);
+    comm_ = nullptr;
+    mhandle_ = nullptr;
+  };
+  for (unsigned spins = 0; !req; ++spins) {
+    ncclResult_t r = net_->table->irecv(comm_, 1, &buf, &size, &tag, &mhandle_, nullptr, &req);
+    if (r != ncclSuccess) {
+      drop(netError("irecv of the hello", r).c_str());
+      return ncclSuccess;
+    }
+    if (!req && spins > 16) usleep(100);
+  }
+  int done = 0, got = 0;
+  for (unsigned spins = 0;; ++spins) {
+    ncclResult_t r = net_->table->test(req, &done, &got);
+    if (r != ncclSuccess) {
+      drop(netError("receiving the hello", r).c_str());
+      return ncclSuccess;
+    }
+    if (done) break;
+    if ((abort && abort->load()) || (deadlineMs >= 0 && monotonicMs() > deadlineMs)) {
+      drop("no hello before the deadline");
+      return ncclSuccess;
+    }
+    if (spins > 64) usleep(spins > 1024 ? 1000 : 50);
+  }
+  const NetHello h = *hello_;
+  if (size_t(got) != sizeof(NetHello) || h.magic != NetHello::kMagic || h.secret != expect.secret) {
+    drop("wrong job secret");
+    return ncclSuccess;
+  }
+  if (h.channel != expect.channel || h.commHash != expect.commHash) {
+    drop("it is for another connection");
+    return ncclSuccess;
+  }
+  if (h.slotBytes > slotBytes_)
+    return setError(ncclInvalidUsage, nullptr,
+                    "%s net: rank %d uses %llu-byte slots, this rank %llu: NCCL_BUFFSIZE / "
+                    "BRAID_FIFO_SLOTS must be equal on every rank", net_->name.c_str(), peerRank_,
+                    (unsigned long long)h.slotBytes, (unsigned long long)slotBytes_);
+  *ok = true;
+  established_.store(true, std::memory_order_release);
+  return ncclSuccess;
+}
+
+bool NetConn::sendFlushed() const {
+  return established_.load(std::memory_order_acquire) && hdr_->head.load(std::memory_order_acquire) == hdr_->tail.load(std::memory_order_acquire);
+}
+
+uint32_t NetConn::localClose() const { return hdr_->closed.load(std::memory_order_acquire); }
+
+void NetConn::fail(const std::string& why, bool local) {
+  if (failed()) return;
+  reason_ = why;
+  failedLocally_ = local;
+  // Our FIFO end stands for the remote one: let the executor see the failure.
+  if (!hdr_->closed.load(std::memory_order_acquire))
+    hdr_->closed.store(dir_ == Dir::kSend ? kFifoReceiverAborted : kFifoSenderAborted,
+                       std::memory_order_release);
+  // Close at once: the peer sees it (EOF, a QP error) instead of waiting on us.
+  closeComm();
+  connecting_ = false;
+  failed_.store(true, std::memory_order_release);
+  if (!local)
+    BRAID_INFO(kLogNet | kLogProxy, "%s net: connection %s rank %d (%s) failed: %s",
+               net_->name.c_str(), dir_ == Dir::kSend ? "to" : "from", peerRank_,
+               peerDesc_.c_str(), why.c_str());
+}
+
+bool NetConn::progress() {
+  if (failed()) return false;
+  if (localClose()) {
+    fail("closed by this rank", true);
+    return true;
+  }
+  if (connecting_) return progressConnect();
+  if (!comm_) return false;
+  return dir_ == Dir::kSend ? progressSend() : progressRecv();
+}
+
+bool NetConn::progressConnect() {
+  ncclNetDeviceHandle_v11_t* devHandle = nullptr;
+  void* comm = nullptr;
+  ncclResult_t r = net_->table->connect(net_->ctx, dev_, handle_.data(), &comm, &devHandle);
+  if (r != ncclSuccess) {
+    fail(netError("connect", r), false);
+    return true;
+  }
+  if (!comm) {
+    if (deadlineMs_ >= 0 && monotonicMs() > deadlineMs_)
+      fail("could not connect within the setup timeout (BRAID_BOOTSTRAP_TIMEOUT_MS)", false);
+    return false;
+  }
+  comm_ = comm;
+  connecting_ = false;
+  if (registerFifo() != ncclSuccess) {
+    fail(lastError(nullptr), false);
+    return true;
+  }
+  return true;
+}
+
+bool NetConn::progressSend() {
+  bool moved = false;
+  const ncclNet_v11_t* t = net_->table;
+  int done = 0, size = 0;
+  if (helloToSend_) {
+    ncclResult_t r = t->isend(comm_, hello_, sizeof(NetHello), 0, mhandle_, nullptr, &helloReq_);
+    if (r != ncclSuccess) {
+      fail(netError("isend of the hello", r), false);
+      return true;
+    }
+    if (!helloReq_) return false;
+    helloToSend_ = false;  // posted (the buffer stays valid: it lives with the FIFO)
+    moved = true;
+  }
+  if (helloReq_) {
+    ncclResult_t r = t->test(helloReq_, &done, &size);
+    if (r != ncclSuccess) {
+      fail(netError("sending the hello", r), false);
+      return true;
+    }
+    if (done) {
+      helloReq_ = nullptr;
+      moved = true;
+      established_.store(true, std::memory_order_release);
+    }
+  }
+  // Nothing in flight: a readable descriptor can only mean the receiver went away.
+  if (idle() && net_->peerGone && (revents & (POLLIN | POLLHUP | POLLERR))) {
+    revents = 0;
+    std::string why;
+    if (net_->peerGone(comm_, &why)) {
+      fail(why, false);
+      return true;
+    }
+  }
+  // Complete in posting order: each completed send frees its FIFO slot.
+  while (done_ < posted_) {
+    void*& req = reqs_[done_ % uint64_t(inflight_)];
+    ncclResult_t r = t->test(req, &done, &size);
+    if (r != ncclSuccess) {
+      fail(netError("test of a send", r), false);
+      return true;
+    }
+    if (!done) break;
+    req = nullptr;
+    ++done_;
+    hdr_->head.store(done_, std::memory_order_release);
+    moved = true;
+  }
+  const uint64_t tail = hdr_->tail.load(std::memory_order_acquire);
+  while (posted_ < tail && posted_ - done_ < uint64_t(inflight_)) {
+    const uint64_t slot = posted_ % nslots_;
+    void* req = nullptr;
+    ncclResult_t r = t->isend(comm_, data_ + slot * slotBytes_, size_t(slots_[slot].bytes), 0,
+                              mhandle_, nullptr, &req);
+    if (r != ncclSuccess) {
+      fail(netError("isend", r), false);
+      return true;
+    }
+    if (!req) break;  // the net cannot take it yet
+    reqs_[posted_ % uint64_t(inflight_)] = req;
+    ++posted_;
+    moved = true;
+  }
+  return moved;
+}
+
+bool NetConn::progressRecv() {
+  bool moved = false;
+  const ncclNet_v11_t* t = net_->table;
+  while (done_ < posted_) {
+    void*& req = reqs_[done_ % uint64_t(inflight_)];
+    int done = 0, size = 0;
+    ncclResult_t r = t->test(req, &done, &size);
+    if (r != ncclSuccess) {
+      fail(netError("test of a receive", r), false);
+      return true;
+    }
+    if (!done) break;
+    if (size < 0 || uint64_t(size) > slotBytes_) {
+      fail("protocol error: a message of " + std::to_string(size) +
+               " bytes does not fit a slot of " + std::to_string(slotBytes_),
+           false);
+      return true;
+    }
+    req = nullptr;
+    SlotInfo& s = slots_[done_ % nslots_];
+    s.bytes = uint64_t(size);
+    s.direct = 0;
+    ++done_;
+    hdr_->tail.store(done_, std::memory_order_release);  // publish the slot
+    moved = true;
+  }
+  const uint64_t head = hdr_->head.load(std::memory_order_acquire);  // executor's consumption
+  while (posted_ - head < nslots_ && posted_ - done_ < uint64_t(inflight_)) {
+    void* buf = data_ + (posted_ % nslots_) * slotBytes_;
+    size_t size = size_t(slotBytes_);
+    int tag = 0;
+    void* req = nullptr;
+    ncclResult_t r = t->irecv(comm_, 1, &buf, &size, &tag, &mhandle_, nullptr, &req);
+    if (r != ncclSuccess) {
+      fail(netError("irecv", r), false);
+      return true;
+    }
+    if (!req) break;
+    reqs_[posted_ % uint64_t(inflight_)] = req;
+    ++posted_;
+    moved = true;
+  }
+  return moved;
+}
+
+void NetConn::pollSpec(int* fd, short* events) const {
+  *fd = -1;
+  *events = 0;
+  if (failed() || connecting_ || !comm_ || !net_->pollFd) return;
+  if (!idle()) {
+    *fd = net_->pollFd(comm_);
+    *events = dir_ == Dir::kSend ? POLLOUT : POLLIN;
+  } else if (dir_ == Dir::kSend && net_->peerGone) {
+    *fd = net_->pollFd(comm_);  // to notice a receiver that went away
+    *events = POLLIN;
+  }
+}
+
+bool NetConn::needsPolling() const {
+  if (failed()) return false;
+  if (connecting_ || !comm_) return true;
+  const bool outstanding = done_ < posted_ || helloReq_ != nullptr || helloToSend_;
+  if (outstanding) return net_->pollFd == nullptr;
+  // Nothing posted: sends wait for the executor to publish, receives for FIFO space.
+  return true;
+}
+
+}  // namespace braid

@@ -1,0 +1,135 @@
+// NetConn: one direction of one net-transport connection: the local FIFO the executor
+// uses, the network comm (ncclNet_v11_t) that carries it, and the requests posted on it.
+//
+// Each FIFO slot crosses the network as one message (isend of the slot's bytes; irecv
+// into a free slot of the receiver's FIFO, whose size the completion reports), so slot
+// boundaries are kept and the receiver's slots must be at least as large as the
+// sender's. Up to `inflight` messages are posted per direction; nets complete them in
+// posting order.
+//
+// Life: the transport creates it (FIFO allocated, registered for the GPU in device
+// mode), sets it up (the receive side accepts and checks the sender's hello on the
+// setup thread; the send side leaves connecting to the proxy, which must not block the
+// setup thread: one thread may run both ends), then hands it to the NetProxy, whose
+// thread alone calls progress(). After the proxy let it go the owner destroys it:
+// memory deregistered, comm closed.
+#pragma once
+#include <poll.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/exec/fifo.h"
+#include "src/net/net_registry.h"
+#include "transports/p2p/p2p_transport.h"
+
+namespace braid {
+
+/// First message on every connection, sender -> receiver (from the FIFO region).
+struct NetHello {
+  static constexpr uint64_t kMagic = 0x42524149444e4554ull;  // "BRAIDNET"
+  uint64_t magic;
+  uint64_t secret;     ///< the job secret: a connection without it is refused
+  uint64_t slotBytes;  ///< must not exceed the receiver's
+  int32_t channel;
+  int32_t rank;
+  uint64_t commHash;
+};
+
+class NetConn {
+ public:
+  enum class Dir { kSend, kRecv };
+  /// Allocates and initialises the FIFO (check fifoMem() != nullptr).
+  NetConn(Dir dir, const Net* net, int dev, uint32_t nslots, uint64_t slotBytes, int peerRank,
+          int inflight);
+  ~NetConn();
+  NetConn(const NetConn&) = delete;
+  NetConn& operator=(const NetConn&) = delete;
+
+  void* fifoMem() const { return mem_; }
+  Dir dir() const { return dir_; }
+  int peerRank() const { return peerRank_; }
+  const Net* net() const { return net_; }
+  int dev() const { return dev_; }
+  /// Device connections: maps the FIFO for GPU dev (cudaHostRegister).
+  ncclResult_t registerForDevice(int dev, const char* what, void** devPtr) {
+    return cuda_.registerRange(mem_, bytes_, dev, what, devPtr);
+  }
+
+  // ---- setup (owner thread, before the proxy has it) ----
+  /// Send side: the proxy will call connect() with this handle until it succeeds or
+  /// deadlineMs passes, then send `hello` first.
+  void startConnect(const void* handle, size_t handleBytes, const NetHello& hello,
+                    int64_t deadlineMs, std::string peerDesc);
+  /// Receive side: `comm` accepted; registers the FIFO and receives the hello (until
+  /// deadlineMs / abort). ncclSuccess with *ok false: not our sender (closed, logged).
+  ncclResult_t acceptHello(void* comm, const NetHello& expect, int64_t deadlineMs,
+                           const std::atomic<bool>* abort, bool* ok, std::string peerDesc);
+
+  // ---- state (any thread) ----
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  bool failedLocally() const { return failedLocally_; }
+  const std::string& reason() const { return reason_; }
+  const std::string& peerDesc() const { return peerDesc_; }
+  /// Send side: connected, and every published slot has been sent (its request
+  /// completed).
+  bool sendFlushed() const;
+
+  // ---- proxy thread only ----
+  /// Moves what it can; returns true if anything happened.
+  bool progress();
+  /// A descriptor to poll while this connection waits on the network (fd -1: none;
+  /// the proxy then naps between progress calls).
+  void pollSpec(int* fd, short* events) const;
+  /// True while only polling (the executor's FIFO, a net without a poll fd, a pending
+  /// connect) can tell that this connection can move.
+  bool needsPolling() const;
+  short revents = 0;  ///< set by the proxy after each poll() on pollSpec's descriptor
+
+ private:
+  bool progressConnect();
+  bool progressSend();
+  bool progressRecv();
+  void fail(const std::string& why, bool local);
+  void closeComm();
+  bool idle() const;
+  std::string netError(const char* call, ncclResult_t r) const;
+  ncclResult_t registerFifo();
+  uint32_t localClose() const;
+
+  const Dir dir_;
+  const Net* net_;
+  const int dev_;
+  const int peerRank_;
+  const uint32_t nslots_;
+  const uint64_t slotBytes_;
+  const int inflight_;
+  void* mem_ = nullptr;
+  size_t bytes_ = 0;          ///< of mem_ (whole pages): FIFO, then the hello
+  FifoHeader* hdr_ = nullptr;
+  SlotInfo* slots_ = nullptr;
+  char* data_ = nullptr;
+  NetHello* hello_ = nullptr;  ///< in mem_, so the FIFO's registration covers it
+  HostRegistration cuda_;
+
+  void* comm_ = nullptr;      ///< sendComm / recvComm
+  void* mhandle_ = nullptr;   ///< registration of mem_
+  bool connecting_ = false;
+  std::vector<unsigned char> handle_;  ///< send side: the listener's handle (connect state)
+  int64_t deadlineMs_ = 0;
+  bool helloToSend_ = false;
+  void* helloReq_ = nullptr;
+  std::vector<void*> reqs_;   ///< ring of posted requests (inflight_)
+  uint64_t done_ = 0;         ///< slots whose request completed
+  uint64_t posted_ = 0;       ///< slots with a request posted
+
+  std::atomic<bool> established_{false};  ///< connected and the hello delivered
+  std::atomic<bool> failed_{false};
+  bool failedLocally_ = false;
+  std::string reason_;
+  std::string peerDesc_;
+};
+
+}  // namespace braid
