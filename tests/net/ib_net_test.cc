@@ -306,7 +306,8 @@ TEST_P(IbNetQps, ManyInFlightWithConcurrentSetup) {
 
 // Streams 8 MiB messages (4 in flight, data not checked) and prints the rate: a figure
 // for logs, not a pass criterion (under emulation it measures the emulator).
-TEST_P(IbNetQps, Bandwidth) {
+// A measurement, not a test (run it with --gtest_also_run_disabled_tests).
+TEST_P(IbNetQps, DISABLED_Bandwidth) {
   REQUIRE_IB_PORT();
   const ncclNet_v11_t* n = theNet().net;
   Pair p;

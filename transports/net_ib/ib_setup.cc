@@ -9,8 +9,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <random>
 
+#include "src/bootstrap/unique_id.h"
 #include "src/config/log.h"
 #include "src/config/params.h"
 #include "src/core/error.h"
@@ -39,10 +39,7 @@ int moveSome(Socket& s, bool send, void* buf, size_t len, size_t* done) {
 
 int qpsPerConnection() { return int(std::clamp<int64_t>(param::kIbQpsPerConn.get(), 1, kMaxQps)); }
 
-uint64_t randomToken() {
-  std::random_device rd;
-  return (uint64_t(rd()) << 32) ^ rd();
-}
+uint64_t randomToken() { return bootstrapRandomSecret(); }
 
 // A connection the sender is making; kept between connect() calls.
 struct Connecting {

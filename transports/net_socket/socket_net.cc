@@ -22,10 +22,10 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "src/bootstrap/unique_id.h"
 #include "src/config/log.h"
 #include "src/config/params.h"
 #include "src/core/error.h"
@@ -47,12 +47,8 @@ struct SocketHandle {
 static_assert(sizeof(SocketHandle) <= NCCL_NET_HANDLE_MAXSIZE, "handle too large");
 
 uint64_t randomToken() {
-  static std::mutex mu;
-  static std::mt19937_64 rng{std::random_device{}() ^ (uint64_t(getpid()) << 32)};
-  std::lock_guard<std::mutex> lk(mu);
-  uint64_t t;
-  do t = rng();
-  while (t == 0);
+  uint64_t t = 0;
+  while (t == 0) t = bootstrapRandomSecret();
   return t;
 }
 

@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <random>
 
+#include "src/bootstrap/unique_id.h"
 #include "src/core/error.h"
 #include "transports/net_ucx/ucx_comm.h"
 #include "transports/net_ucx/ucx_worker.h"
@@ -61,9 +61,8 @@ T unpackHeader(const std::string& bytes) {
 }
 
 uint64_t randomToken() {
-  std::random_device rd;  // getrandom() on Linux
   uint64_t t = 0;
-  while (t == 0) t = (uint64_t(rd()) << 32) ^ uint64_t(rd());
+  while (t == 0) t = bootstrapRandomSecret();
   return t;
 }
 
