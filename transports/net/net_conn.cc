@@ -106,8 +106,11 @@ ncclResult_t NetConn::acceptHello(void* comm, const NetHello& expect, int64_t de
   for (unsigned spins = 0; !req; ++spins) {
     ncclResult_t r = net_->table->irecv(comm_, 1, &buf, &size, &tag, &mhandle_, nullptr, &req);
     if (r != ncclSuccess) {
-      drop(netError("irecv of the hello", r).c_str());
-      return ncclSuccess;
+      // Posting a receive fails here, not at the peer: waiting for another sender
+      // would only run into the setup timeout.
+      const std::string why = netError("irecv of the hello", r);
+      drop(why.c_str());
+      return setError(r, nullptr, "%s", why.c_str());
     }
     if (!req && spins > 16) usleep(100);
   }

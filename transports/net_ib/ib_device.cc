@@ -2,8 +2,10 @@
 #include "transports/net_ib/ib_device.h"
 #ifdef BRAID_HAVE_IBVERBS
 #include <arpa/inet.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -262,8 +264,27 @@ std::string gidToString(const ibv_gid& gid) {
 }
 
 const std::vector<IbDevice>& ibDevices() {
-  static std::vector<IbDevice>* devs = discover();
-  return *devs;
+  // Once per process. A child of fork() must not use the contexts it inherited: the
+  // kernel refuses verbs commands on a uverbs file that another process opened (EACCES,
+  // e.g. ibv_post_send on rxe), so the child discovers (opens) devices of its own. The
+  // inherited ones are left alone: destroying them would destroy the parent's PD and
+  // regions, and comms inherited from the parent still point at them.
+  struct Discovered {
+    pid_t pid;
+    std::vector<IbDevice>* devs;
+  };
+  static std::mutex mu;
+  static std::atomic<Discovered*> current{nullptr};
+  const pid_t pid = getpid();
+  Discovered* d = current.load(std::memory_order_acquire);
+  if (d && d->pid == pid) return *d->devs;
+  std::lock_guard<std::mutex> lock(mu);
+  d = current.load(std::memory_order_acquire);
+  if (!d || d->pid != pid) {
+    d = new Discovered{pid, discover()};  // never freed: lives as long as the process
+    current.store(d, std::memory_order_release);
+  }
+  return *d->devs;
 }
 
 }  // namespace ib

@@ -37,7 +37,8 @@ struct IbDevice {
   bool roce() const { return linkLayer == IBV_LINK_LAYER_ETHERNET; }
 };
 
-/// The IB net's devices, discovered on first call (thread-safe). Empty when there is no
+/// The IB net's devices, discovered on first call (thread-safe), again on the first call
+/// in a child of fork() (it cannot use the parent's contexts). Empty when there is no
 /// active port that NCCL_IB_HCA allows, or when libibverbs cannot be loaded.
 const std::vector<IbDevice>& ibDevices();
 
