@@ -391,6 +391,7 @@ ncclResult_t sIsend(void* sendComm, void* data, size_t size, int, void*, void*, 
     r->size = size;
     uint64_t le = htole64(uint64_t(size));
     std::memcpy(r->hdr, &le, 8);
+    progress(c);  // start at once: one proxy round less per message
   }
   *request = r;
   return ncclSuccess;
