@@ -1,4 +1,4 @@
-/* The network plugin ABI: NCCL's ncclNet (versions 8 to 11) and ncclCollNet (8 to 11)
+/* The network plugin ABI: NCCL's ncclNet (versions 8 to 11) and ncclCollNet (11)
  * function tables, with NVIDIA's struct layouts and constants, so that a plugin built
  * for NCCL (libnccl-net.so, libnccl-net-<name>.so: aws-ofi-nccl, the HPC-X plugin) loads
  * into Braid unchanged, and a plugin built against this header loads into NCCL.

@@ -31,8 +31,11 @@ void netPluginLogger(ncclDebugLogLevel level, unsigned long flags, const char* f
                : level == NCCL_LOG_VERSION ? LogLevel::kVersion
                                           : LogLevel::kNone;
   if (l == LogLevel::kNone) return;
-  // NCCL's subsystem bits up to REG are Braid's; the rest (PROFILE, RAS...) log as NET.
-  uint32_t sub = uint32_t(flags) & 0x1fffu;
+  // NCCL's subsystem bits up to PROXY (0x400) are Braid's; BOOTSTRAP and REG sit one
+  // bit higher in NCCL (after NVLS); the rest (NVLS, PROFILE, RAS...) log as NET.
+  uint32_t sub = uint32_t(flags) & 0x7ffu;
+  if (flags & NCCL_BOOTSTRAP) sub |= kLogBootstrap;
+  if (flags & NCCL_REG) sub |= kLogReg;
   if (sub == 0) sub = kLogNet;
   if (l != LogLevel::kWarn && !logEnabled(l, sub)) return;
   char text[1024];

@@ -60,8 +60,9 @@ bool NetConn::idle() const {
 std::string NetConn::netError(const char* call, ncclResult_t r) const {
   std::string text = std::string(net_->name) + " net: " + call + " failed (error " +
                      std::to_string(int(r)) + ")";
-  // Built-in nets leave their message as this thread's last error.
-  const char* last = lastError(nullptr);
+  // Built-in nets leave their message as this thread's last error (a plugin's text is
+  // in the log only: the thread's last error may be an older, unrelated one).
+  const char* last = net_->external ? nullptr : lastError(nullptr);
   if (last && *last) text += ": " + std::string(last);
   return text;
 }
@@ -104,7 +105,8 @@ ncclResult_t NetConn::acceptHello(void* comm, const NetHello& expect, int64_t de
     mhandle_ = nullptr;
   };
   for (unsigned spins = 0; !req; ++spins) {
-    ncclResult_t r = net_->table->irecv(comm_, 1, &buf, &size, &tag, &mhandle_, nullptr, &req);
+    void* phandle = nullptr;  // no profiler handles; some plugins read the array
+    ncclResult_t r = net_->table->irecv(comm_, 1, &buf, &size, &tag, &mhandle_, &phandle, &req);
     if (r != ncclSuccess) {
       // Posting a receive fails here, not at the peer: waiting for another sender
       // would only run into the setup timeout.
@@ -112,7 +114,12 @@ ncclResult_t NetConn::acceptHello(void* comm, const NetHello& expect, int64_t de
       drop(why.c_str());
       return setError(r, nullptr, "%s", why.c_str());
     }
-    if (!req && spins > 16) usleep(100);
+    if (req) break;
+    if ((abort && abort->load()) || (deadlineMs >= 0 && monotonicMs() > deadlineMs)) {
+      drop("the net never took the hello's receive before the deadline");
+      return ncclSuccess;
+    }
+    if (spins > 16) usleep(100);
   }
   int done = 0, got = 0;
   for (unsigned spins = 0;; ++spins) {
@@ -133,7 +140,7 @@ ncclResult_t NetConn::acceptHello(void* comm, const NetHello& expect, int64_t de
     drop("wrong job secret");
     return ncclSuccess;
   }
-  if (h.channel != expect.channel || h.commHash != expect.commHash) {
+  if (h.channel != expect.channel || h.commHash != expect.commHash || h.rank != peerRank_) {
     drop("it is for another connection");
     return ncclSuccess;
   }
@@ -148,7 +155,11 @@ ncclResult_t NetConn::acceptHello(void* comm, const NetHello& expect, int64_t de
 }
 
 bool NetConn::sendFlushed() const {
-  return established_.load(std::memory_order_acquire) && hdr_->head.load(std::memory_order_acquire) == hdr_->tail.load(std::memory_order_acquire);
+  // Even with nothing published, wait for the connection to be made: the receiver is
+  // in its accept and would otherwise wait out its setup timeout.
+  return established_.load(std::memory_order_acquire) &&
+         hdr_->head.load(std::memory_order_acquire) ==
+             hdr_->tail.load(std::memory_order_acquire);
 }
 
 uint32_t NetConn::localClose() const { return hdr_->closed.load(std::memory_order_acquire); }
@@ -158,9 +169,10 @@ void NetConn::fail(const std::string& why, bool local) {
   reason_ = why;
   failedLocally_ = local;
   // Our FIFO end stands for the remote one: let the executor see the failure.
-  if (!hdr_->closed.load(std::memory_order_acquire))
-    hdr_->closed.store(dir_ == Dir::kSend ? kFifoReceiverAborted : kFifoSenderAborted,
-                       std::memory_order_release);
+  uint32_t open = kFifoOpen;  // keep the executor's own reason if it closed first
+  hdr_->closed.compare_exchange_strong(
+      open, dir_ == Dir::kSend ? kFifoReceiverAborted : kFifoSenderAborted,
+      std::memory_order_acq_rel);
   // Close at once: the peer sees it (EOF, a QP error) instead of waiting on us.
   closeComm();
   connecting_ = false;
@@ -283,9 +295,10 @@ bool NetConn::progressRecv() {
       return true;
     }
     if (!done) break;
-    if (size < 0 || uint64_t(size) > slotBytes_) {
-      fail("protocol error: a message of " + std::to_string(size) +
-               " bytes does not fit a slot of " + std::to_string(slotBytes_),
+    // Senders never send empty slots: an empty one would read as "no data" forever.
+    if (size <= 0 || uint64_t(size) > slotBytes_) {
+      fail("protocol error: a message of " + std::to_string(size) + " bytes for a slot of " +
+               std::to_string(slotBytes_),
            false);
       return true;
     }
@@ -303,7 +316,8 @@ bool NetConn::progressRecv() {
     size_t size = size_t(slotBytes_);
     int tag = 0;
     void* req = nullptr;
-    ncclResult_t r = t->irecv(comm_, 1, &buf, &size, &tag, &mhandle_, nullptr, &req);
+    void* phandle = nullptr;
+    ncclResult_t r = t->irecv(comm_, 1, &buf, &size, &tag, &mhandle_, &phandle, &req);
     if (r != ncclSuccess) {
       fail(netError("irecv", r), false);
       return true;

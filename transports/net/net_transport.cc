@@ -35,7 +35,7 @@ struct NetDesc {
   uint64_t slotBytes;
   uint32_t nslots;
   int32_t rank;
-  char net[24];  ///< name of the receiver's net: both ends must use the same
+  char net[40];  ///< name of the receiver's net: both ends must use the same
   unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
 };
 static_assert(sizeof(NetDesc) <= ConnDescriptor::kBytes, "descriptor too large");
@@ -61,8 +61,20 @@ ncclResult_t deviceView(const ConnectContext& ctx, NetConn* conn, const char* di
 
 int inflightFor(const FifoGeometry& g) {
   int64_t n = param::kNetMaxInflight.get();
-  n = std::max<int64_t>(1, std::min<int64_t>({n, NCCL_NET_MAX_REQUESTS, int64_t(g.nslots)}));
+  // One request below the nets' limit: the hello is in flight with the first data.
+  n = std::max<int64_t>(1, std::min<int64_t>({n, NCCL_NET_MAX_REQUESTS - 1, int64_t(g.nslots)}));
   return int(n);
+}
+
+/// A FIFO slot travels as one message: it must fit the device's largest transfer.
+ncclResult_t checkSlotFits(const Net* net, int dev, uint64_t slotBytes) {
+  const size_t most = net->devices[size_t(dev)].maxP2pBytes;
+  if (most > 0 && slotBytes > most)
+    return setError(ncclInvalidUsage, nullptr,
+                    "%s net: FIFO slots of %llu bytes exceed device %d's largest transfer "
+                    "(%zu bytes): lower NCCL_BUFFSIZE or raise BRAID_FIFO_SLOTS",
+                    net->name.c_str(), (unsigned long long)slotBytes, dev, most);
+  return ncclSuccess;
 }
 
 std::string peerDesc(const Net* net, const ConnectContext& ctx) {
@@ -134,6 +146,7 @@ class NetTransport : public Transport {
     const Net* net = nullptr;
     BRAID_CHECK(NetRegistry::get().select(ctx.netName, &net));
     const int dev = ctx.channel % int(net->devices.size());
+    BRAID_CHECK(checkSlotFits(net, dev, g.slotBytes));
     auto conn = std::make_shared<NetConn>(NetConn::Dir::kRecv, net, dev, g.nslots, g.slotBytes,
                                           peer, inflightFor(g));
     if (!conn->fifoMem())
@@ -182,12 +195,13 @@ class NetTransport : public Transport {
                       (unsigned long long)g.slotBytes, (unsigned long long)d.slotBytes, peer);
     const Net* net = nullptr;
     BRAID_CHECK(NetRegistry::get().select(ctx.netName, &net));
-    if (net->name != d.net)
+    if (net->name.compare(0, sizeof d.net - 1, d.net) != 0)
       return setError(ncclInvalidUsage, nullptr,
                       "net: rank %d listens on the %s network but this rank uses %s: NCCL_NET "
                       "/ NCCL_NET_PLUGIN / NCCL_IB_DISABLE must agree on every rank", peer,
                       d.net, net->name.c_str());
     const int dev = ctx.channel % int(net->devices.size());
+    BRAID_CHECK(checkSlotFits(net, dev, g.slotBytes));
     auto conn = std::make_shared<NetConn>(NetConn::Dir::kSend, net, dev, g.nslots, g.slotBytes,
                                           peer, inflightFor(g));
     if (!conn->fifoMem())
