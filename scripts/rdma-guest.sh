@@ -71,6 +71,19 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ $# -gt 0 ] || usage
+# The guest mounts fresh tmpfs on /tmp, /var/tmp, /run and /dev/shm, hiding the host's
+# folders there: a working directory under one of them (a CI clone in /tmp) is shared
+# writable at its own path, so the command finds it.
+cwd=$(pwd -P)
+case "$cwd/" in
+  /tmp/*|/var/tmp/*|/run/*|/dev/shm/*)
+    covered=0
+    for d in ${rw_dirs[@]+"${rw_dirs[@]}"}; do
+      case "$cwd/" in "$d"/*) covered=1 ;; esac
+    done
+    [ "$covered" -eq 1 ] || rw_dirs+=("$cwd")
+    ;;
+esac
 for v in "$smp" "$mem" "$timeout"; do
   [[ $v =~ ^[0-9]+$ ]] || { echo "rdma-guest: not a number: $v" >&2; exit 2; }
 done
