@@ -54,7 +54,9 @@ for pc in nccl braid; do
 done
 
 # Installed programs run from the prefix (RPATH), not the build tree.
-env -u LD_LIBRARY_PATH "$prefix/bin/braid-info" | grep -q "NCCL_BUFFSIZE" || fail "braid-info"
+# Whole output first: grep -q stopping early would kill braid-info with SIGPIPE (pipefail).
+info=$(env -u LD_LIBRARY_PATH "$prefix/bin/braid-info") || fail "braid-info exited $?"
+grep -q "NCCL_BUFFSIZE" <<<"$info" || fail "braid-info: no NCCL_BUFFSIZE in its output"
 if [ -x "$prefix/bin/all_reduce_perf" ]; then
   out=$(cd "$scratch" && env -u LD_LIBRARY_PATH "$prefix/bin/all_reduce_perf" -b 8 -e 64K -f 8 \
     -g 2 2>&1) || { echo "$out"; fail "installed all_reduce_perf"; }
