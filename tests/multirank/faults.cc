@@ -91,7 +91,10 @@ TEST_P(KilledRank, SurvivorsFailFastNamingARank) {
           EXPECT_TRUE(r == ncclRemoteError || r == ncclSystemError)
               << "rank " << rank << ": " << ncclGetErrorString(r) << " - " << text;
           EXPECT_LT(took, 10.0) << "rank " << rank << " took " << took << " s to notice";
-          EXPECT_GE(it, kKillAt) << "failed before the victim died: " << text;
+          // A survivor may still be finishing the iteration before: the victim completed
+          // it once its last data was in its own FIFO, and dies before its proxy has
+          // delivered all of it (completion is not delivery, as in NCCL).
+          EXPECT_GE(it, kKillAt - 1) << "failed before the victim died: " << text;
           EXPECT_TRUE(namesARank(text)) << "error text names no rank: " << text;
           // The communicator is unusable now; ncclCommAbort is the way out.
           EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);

@@ -289,8 +289,11 @@ ncclResult_t IbComm::isend(void* data, size_t size, int tag, IbMr* mr, IbRequest
     BRAID_CHECK(progress());
     if (fifoArrived_ <= seq_) return checkPeer();  // receiver has not posted yet
   }
-  // The receive completion of the entry's write was polled: the entry is in memory.
-  std::atomic_thread_fence(std::memory_order_acquire);
+  // The receive completion of the entry's write was polled: the entry is in memory
+  // (ibv_poll_cq's provider orders the DMA before the completion it returns). Only the
+  // compiler must not hoist the read above the poll; a thread fence would also be
+  // refused by TSan builds (-Werror=tsan).
+  std::atomic_signal_fence(std::memory_order_acquire);
   FifoEntry e;
   std::memcpy(&e, const_cast<const FifoEntry*>(&fifo_[slot]), sizeof(e));
   if (e.seq != seq_)
