@@ -9,6 +9,7 @@
 #include "src/config/log.h"
 #include "src/config/params.h"
 #include "src/core/error.h"
+#include "src/net/socket.h"
 
 namespace braid {
 namespace {
@@ -71,21 +72,6 @@ bool initNet(Net* n, std::string* why) {
     if (gone != peerGones().end()) n->peerGone = gone->second;
   }
   return true;
-}
-
-std::vector<std::string> splitList(const std::string& s) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t comma = s.find(',', pos);
-    if (comma == std::string::npos) comma = s.size();
-    std::string item = s.substr(pos, comma - pos);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) out.push_back(item);
-    pos = comma + 1;
-  }
-  return out;
 }
 
 std::string describeDevices(const Net& n) {
@@ -163,7 +149,7 @@ const Net* NetRegistry::external(std::vector<Entry>* failures) {
   const bool explicitSpec = raw != nullptr;
   std::vector<std::string> specs;
   if (!explicitSpec) specs.push_back("libnccl-net.so");
-  else if (strcasecmp(raw, "none") != 0) specs = splitList(raw);
+  else if (strcasecmp(raw, "none") != 0) specs = splitCommaList(raw);
   for (const std::string& spec : specs) {
     const Tried* seen = nullptr;
     for (const Tried& t : plugins_)

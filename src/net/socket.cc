@@ -63,16 +63,7 @@ struct IfFilter {
     set = true;
     if (!s.empty() && s[0] == '^') exclude = true, s.erase(0, 1);
     if (!s.empty() && s[0] == '=') exact = true, s.erase(0, 1);
-    size_t pos = 0;
-    while (pos <= s.size()) {
-      size_t comma = s.find(',', pos);
-      if (comma == std::string::npos) comma = s.size();
-      std::string item = s.substr(pos, comma - pos);
-      item.erase(0, item.find_first_not_of(" \t"));
-      item.erase(item.find_last_not_of(" \t") + 1);
-      if (!item.empty()) names.push_back(item);
-      pos = comma + 1;
-    }
+    names = splitCommaList(s);
   }
 
   bool accepts(const char* ifname) const {
@@ -105,6 +96,21 @@ bool isLinkLocal6(const sockaddr* sa) {
 }  // namespace
 
 // ---- SockAddr ---------------------------------------------------------------------
+
+std::vector<std::string> splitCommaList(const std::string& text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(pos, comma - pos);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+    pos = comma + 1;
+  }
+  return out;
+}
 
 bool SockAddr::parse(const std::string& text, SockAddr* out) {
   if (!out) return false;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nccl.h"
 
@@ -23,6 +24,10 @@ struct SockAddr {
   int port() const;
   void setPort(int port);
 };
+
+/// "a, b,,c" -> {"a", "b", "c"}: comma-separated items, blanks trimmed, empty ones
+/// dropped (NCCL_SOCKET_IFNAME, NCCL_NET_PLUGIN, NCCL_IB_HCA lists).
+std::vector<std::string> splitCommaList(const std::string& text);
 
 /// The address this host should listen on, honouring NCCL_SOCKET_IFNAME (prefix
 /// list, '^' to exclude, '=' for exact names); falls back to loopback. Port 0.

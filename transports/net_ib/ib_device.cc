@@ -15,6 +15,7 @@
 
 #include "src/config/log.h"
 #include "src/config/params.h"
+#include "src/net/socket.h"
 
 namespace braid {
 namespace ib {
@@ -117,13 +118,7 @@ std::vector<HcaRule> parseRules(std::string spec, bool* exclude, bool* exact) {
   *exact = !spec.empty() && spec[0] == '=';
   if (*exact) spec.erase(0, 1);
   std::vector<HcaRule> rules;
-  size_t pos = 0;
-  while (pos <= spec.size()) {
-    size_t comma = spec.find(',', pos);
-    if (comma == std::string::npos) comma = spec.size();
-    std::string item = spec.substr(pos, comma - pos);
-    pos = comma + 1;
-    if (item.empty()) continue;
+  for (std::string item : splitCommaList(spec)) {
     HcaRule r;
     size_t colon = item.find(':');
     if (colon != std::string::npos) {
