@@ -16,6 +16,7 @@
 #include "src/device/cuda_executor.h"
 #include "src/exec/connect.h"
 #include "src/exec/engine.h"
+#include "src/exec/progress_assist.h"
 #include "src/reduce/reducer.h"
 #include "src/rma/rma.h"
 
@@ -229,6 +230,7 @@ ncclResult_t runAll(Scratch& sc) {
   const CommSettings& s = works.front().comm->settings;
   int64_t stallStart = 0, lastCheck = 0, spinStartUs = 0;
   uint64_t idle = 0, loops = 0, yields = 0;
+  const ProgressAssist::Scope assist;  // drive the net proxy's connections while waiting
   for (;;) {
     bool allDone = true, moved = false;
     for (CommWork& w : works) {
@@ -252,6 +254,7 @@ ncclResult_t runAll(Scratch& sc) {
       stallStart = 0;
       continue;
     }
+    if (assist.help()) continue;  // the network moved: look at the FIFOs again
     // Spin (time-based: a waiting peer is usually microseconds away), then yield,
     // then nap.
     if (++idle == 1) {

@@ -14,6 +14,12 @@
 //
 // Memory ordering: the sender writes slot data and SlotInfo, then stores tail with
 // release; the receiver loads tail with acquire before reading. Symmetrically for head.
+//
+// Doorbell (FIFOs whose far end is a proxy thread of this process: the net transport):
+// a proxy about to sleep sets `proxyAsleep`, then looks at the counters once more; the
+// executor, after moving a counter or closing, wakes it through `proxyWakeFd` (an
+// eventfd) when it finds it asleep. Both sides use sequentially consistent operations
+// there, so either the proxy sees the new counter or the executor sees it asleep.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -24,6 +30,7 @@
 #include <errno.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 namespace braid {
 
@@ -39,9 +46,38 @@ struct FifoHeader {
   alignas(64) std::atomic<uint32_t> closed;  ///< nonzero: an end aborted (value = reason)
   std::atomic<uint32_t> directReaders;       ///< receivers copying from a direct entry now
   uint32_t nslots;
+  uint32_t hasDoorbell;  ///< nonzero: the fields below are in use (set before sharing)
   uint64_t slotBytes;
   uint64_t magic;
+  alignas(64) std::atomic<uint32_t> proxyAsleep;  ///< set by a proxy about to sleep
+  int32_t proxyWakeFd;  ///< its eventfd (read only after seeing proxyAsleep set)
 };
+
+/// Executor side of the doorbell: call after a seq_cst store of a counter or `closed`.
+inline void fifoRingDoorbell(FifoHeader* h) {
+  if (h->proxyAsleep.load(std::memory_order_seq_cst) == 0) return;
+  if (h->proxyAsleep.exchange(0, std::memory_order_seq_cst) == 0) return;
+  uint64_t one = 1;
+  ssize_t n = ::write(h->proxyWakeFd, &one, sizeof one);
+  (void)n;  // a full eventfd counter still wakes the poller
+}
+
+/// Stores a FIFO counter: with release, or sequentially consistent and ringing the
+/// doorbell where the FIFO has one.
+inline void fifoPublish(FifoHeader* h, std::atomic<uint64_t>& counter, uint64_t value) {
+  if (!h->hasDoorbell) {
+    counter.store(value, std::memory_order_release);
+    return;
+  }
+  counter.store(value, std::memory_order_seq_cst);
+  fifoRingDoorbell(h);
+}
+
+/// Closes a FIFO end (see FifoClose), waking a sleeping proxy.
+inline void fifoClose(FifoHeader* h, uint32_t why) {
+  h->closed.store(why, std::memory_order_seq_cst);
+  if (h->hasDoorbell) fifoRingDoorbell(h);
+}
 
 enum FifoClose : uint32_t { kFifoOpen = 0, kFifoSenderAborted = 1, kFifoReceiverAborted = 2 };
 
@@ -63,6 +99,9 @@ class FifoLayout {
     h->head.store(0, std::memory_order_relaxed);
     h->closed.store(0, std::memory_order_relaxed);
     h->directReaders.store(0, std::memory_order_relaxed);
+    h->proxyAsleep.store(0, std::memory_order_relaxed);
+    h->proxyWakeFd = -1;
+    h->hasDoorbell = 0;
     h->nslots = nslots;
     h->slotBytes = slotBytes;
     h->magic = kMagic;
@@ -110,7 +149,7 @@ class FifoSender {
   }
   uint64_t published() const { return tail_; }
   uint32_t closed() const { return h_->closed.load(std::memory_order_acquire); }
-  void close(uint32_t why) { h_->closed.store(why, std::memory_order_release); }
+  void close(uint32_t why) { fifoClose(h_, why); }
   /// Closes the FIFO and waits until no receiver is still copying from one of our
   /// direct entries: afterwards our buffers are not read any more, so a failed op
   /// may return them to the user. (Receivers refuse direct entries once closed.)
@@ -118,7 +157,7 @@ class FifoSender {
   /// pinned never unpins, and cannot touch our memory any more either.
   template <class ReaderGone>
   void closeAndFence(uint32_t why, ReaderGone readerGone) {
-    h_->closed.store(why, std::memory_order_seq_cst);
+    fifoClose(h_, why);
     for (uint32_t i = 1; h_->directReaders.load(std::memory_order_seq_cst) != 0; ++i) {
       if (i % 1024 == 0 && readerGone()) return;
       std::this_thread::yield();
@@ -134,7 +173,7 @@ class FifoSender {
     s.bytes = bytes;
     s.direct = direct;
     ++tail_;
-    h_->tail.store(tail_, std::memory_order_release);
+    fifoPublish(h_, h_->tail, tail_);
   }
   FifoHeader* h_ = nullptr;
   SlotInfo* slots_ = nullptr;
@@ -180,11 +219,11 @@ class FifoReceiver {
     if (offset_ == slots_[head_ % h_->nslots].bytes) {
       offset_ = 0;
       ++head_;
-      h_->head.store(head_, std::memory_order_release);
+      fifoPublish(h_, h_->head, head_);
     }
   }
   uint32_t closed() const { return h_->closed.load(std::memory_order_acquire); }
-  void close(uint32_t why) { h_->closed.store(why, std::memory_order_release); }
+  void close(uint32_t why) { fifoClose(h_, why); }
 
   /// After a successful peek(): whether the front bytes live in the sender's memory.
   bool frontIsDirect() const { return slots_[head_ % h_->nslots].direct != 0; }

@@ -22,7 +22,10 @@ const ncclNet_v11_t* ucxNet();
 /// Optional Braid extension for built-in nets: a file descriptor that becomes readable
 /// when a comm of this net may progress (the proxy then sleeps in poll() on it instead
 /// of napping). Returns -1 when the comm has none. Registered by the net itself.
+/// Called only when the proxy is about to sleep, so it may arm the descriptor (e.g.
+/// request a completion event); it returns kNetPollReady when the comm can move now.
 using NetPollFdFn = int (*)(void* comm);
+constexpr int kNetPollReady = -2;
 void registerNetPollFd(const ncclNet_v11_t* net, NetPollFdFn fn);
 NetPollFdFn netPollFd(const ncclNet_v11_t* net);
 /// Optional too: whether the peer of a comm with nothing in flight is gone (called

@@ -33,6 +33,7 @@ NetConn::NetConn(Dir dir, const Net* net, int dev, uint32_t nslots, uint64_t slo
   slots_ = reinterpret_cast<SlotInfo*>(hdr_ + 1);
   data_ = static_cast<char*>(mem_) + FifoLayout::dataOffset(nslots);
   hello_ = reinterpret_cast<NetHello*>(static_cast<char*>(mem_) + fifo);
+  hdr_->hasDoorbell = 1;  // the wake fd comes with the proxy (setWakeFd)
   reqs_.assign(size_t(inflight_), nullptr);
 }
 
@@ -220,6 +221,8 @@ bool NetConn::progressSend() {
   bool moved = false;
   const ncclNet_v11_t* t = net_->table;
   int done = 0, size = 0;
+  const uint64_t tail = hdr_->tail.load(std::memory_order_acquire);
+  seenTail_ = tail;
   if (helloToSend_) {
     ncclResult_t r = t->isend(comm_, hello_, sizeof(NetHello), 0, mhandle_, nullptr, &helloReq_);
     if (r != ncclSuccess) {
@@ -265,7 +268,6 @@ bool NetConn::progressSend() {
     hdr_->head.store(done_, std::memory_order_release);
     moved = true;
   }
-  const uint64_t tail = hdr_->tail.load(std::memory_order_acquire);
   while (posted_ < tail && posted_ - done_ < uint64_t(inflight_)) {
     const uint64_t slot = posted_ % nslots_;
     void* req = nullptr;
@@ -311,6 +313,7 @@ bool NetConn::progressRecv() {
     moved = true;
   }
   const uint64_t head = hdr_->head.load(std::memory_order_acquire);  // executor's consumption
+  seenHead_ = head;
   while (posted_ - head < nslots_ && posted_ - done_ < uint64_t(inflight_)) {
     void* buf = data_ + (posted_ % nslots_) * slotBytes_;
     size_t size = size_t(slotBytes_);
@@ -330,26 +333,48 @@ bool NetConn::progressRecv() {
   return moved;
 }
 
-void NetConn::pollSpec(int* fd, short* events) const {
+bool NetConn::waitsOnNet() const {
+  if (helloToSend_ || helloReq_ || done_ < posted_) return true;
+  // A send the net could not take yet (e.g. no receive posted by the peer).
+  return dir_ == Dir::kSend && posted_ < seenTail_;
+}
+
+void NetConn::pollSpec(int* fd, short* events, bool* ready) const {
   *fd = -1;
   *events = 0;
   if (failed() || connecting_ || !comm_ || !net_->pollFd) return;
-  if (!idle()) {
+  if (waitsOnNet()) {
     *fd = net_->pollFd(comm_);
     *events = dir_ == Dir::kSend ? POLLOUT : POLLIN;
   } else if (dir_ == Dir::kSend && net_->peerGone) {
     *fd = net_->pollFd(comm_);  // to notice a receiver that went away
     *events = POLLIN;
   }
+  if (*fd == kNetPollReady) {
+    *fd = -1;
+    *ready = true;
+  }
 }
 
 bool NetConn::needsPolling() const {
   if (failed()) return false;
   if (connecting_ || !comm_) return true;
-  const bool outstanding = done_ < posted_ || helloReq_ != nullptr || helloToSend_;
-  if (outstanding) return net_->pollFd == nullptr;
-  // Nothing posted: sends wait for the executor to publish, receives for FIFO space.
-  return true;
+  if (waitsOnNet() && net_->pollFd == nullptr) return true;
+  // Otherwise the executor's side of the FIFO: the doorbell tells, if it has one.
+  return hdr_->hasDoorbell == 0;
 }
+
+bool NetConn::armDoorbell() {
+  if (failed() || !hdr_->hasDoorbell) return true;
+  hdr_->proxyAsleep.store(1, std::memory_order_seq_cst);
+  const bool moved =
+      hdr_->closed.load(std::memory_order_seq_cst) != 0 ||
+      (dir_ == Dir::kSend ? hdr_->tail.load(std::memory_order_seq_cst) != seenTail_
+                          : hdr_->head.load(std::memory_order_seq_cst) != seenHead_);
+  if (moved) hdr_->proxyAsleep.store(0, std::memory_order_relaxed);
+  return !moved;
+}
+
+void NetConn::disarmDoorbell() { hdr_->proxyAsleep.store(0, std::memory_order_relaxed); }
 
 }  // namespace braid

@@ -53,8 +53,10 @@ class NetConn {
   int peerRank() const { return peerRank_; }
   const Net* net() const { return net_; }
   int dev() const { return dev_; }
-  /// Device connections: maps the FIFO for GPU dev (cudaHostRegister).
+  /// Device connections: maps the FIFO for GPU dev (cudaHostRegister). A GPU kernel
+  /// cannot ring the proxy's doorbell: the proxy then watches this FIFO by polling.
   ncclResult_t registerForDevice(int dev, const char* what, void** devPtr) {
+    hdr_->hasDoorbell = 0;
     return cuda_.registerRange(mem_, bytes_, dev, what, devPtr);
   }
 
@@ -80,12 +82,19 @@ class NetConn {
   // ---- proxy thread only ----
   /// Moves what it can; returns true if anything happened.
   bool progress();
-  /// A descriptor to poll while this connection waits on the network (fd -1: none;
-  /// the proxy then naps between progress calls).
-  void pollSpec(int* fd, short* events) const;
-  /// True while only polling (the executor's FIFO, a net without a poll fd, a pending
-  /// connect) can tell that this connection can move.
+  /// Before the proxy sleeps: a descriptor to poll while this connection waits on the
+  /// network (fd -1: none). Sets *ready when the net says it can move now.
+  void pollSpec(int* fd, short* events, bool* ready) const;
+  /// True while only polling (a FIFO without a doorbell, a net without a poll fd, a
+  /// pending connect) can tell that this connection can move: the proxy then naps.
   bool needsPolling() const;
+  /// Before the proxy sleeps: arms the FIFO's doorbell (the executor wakes the proxy
+  /// when it publishes, consumes or closes). False if the FIFO moved since progress()
+  /// last looked (do not sleep). disarm() after waking.
+  bool armDoorbell();
+  void disarmDoorbell();
+  /// The proxy's eventfd, which the executor writes to wake it.
+  void setWakeFd(int fd) { hdr_->proxyWakeFd = fd; }
   short revents = 0;  ///< set by the proxy after each poll() on pollSpec's descriptor
 
  private:
@@ -95,6 +104,7 @@ class NetConn {
   void fail(const std::string& why, bool local);
   void closeComm();
   bool idle() const;
+  bool waitsOnNet() const;
   std::string netError(const char* call, ncclResult_t r) const;
   ncclResult_t registerFifo();
   uint32_t localClose() const;
@@ -124,6 +134,8 @@ class NetConn {
   std::vector<void*> reqs_;   ///< ring of posted requests (inflight_)
   uint64_t done_ = 0;         ///< slots whose request completed
   uint64_t posted_ = 0;       ///< slots with a request posted
+  uint64_t seenTail_ = 0;     ///< send: the FIFO tail progress() last saw
+  uint64_t seenHead_ = 0;     ///< receive: the FIFO head progress() last saw
 
   std::atomic<bool> established_{false};  ///< connected and the hello delivered
   std::atomic<bool> failed_{false};

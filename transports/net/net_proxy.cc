@@ -8,9 +8,21 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 
+#include "src/exec/progress_assist.h"
+
 namespace braid {
+namespace {
+// How long the proxy keeps spinning after the last movement before it sleeps.
+constexpr int64_t kSpinUs = 200;
+// How long after executors last helped the proxy keeps napping (1 ms) before it arms
+// the doorbells and sleeps.
+constexpr int64_t kHelpedNapMs = 20;
+// The instance executors help (this process's).
+std::atomic<NetProxy*> gHelped{nullptr};
+}  // namespace
 
 NetProxy& NetProxy::get() {
   // One instance per process: a child created by fork() starts afresh (the parent's
@@ -26,7 +38,33 @@ NetProxy& NetProxy::get() {
   return *inst;
 }
 
-NetProxy::NetProxy() { eventFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+NetProxy::NetProxy() {
+  eventFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // A child of fork() must not progress its parent's connections.
+    pthread_atfork(nullptr, nullptr, [] {
+      gHelped.store(nullptr, std::memory_order_relaxed);
+      ProgressAssist::registerEngine(nullptr);
+    });
+  });
+  gHelped.store(this, std::memory_order_release);
+  ProgressAssist::registerEngine([] {
+    NetProxy* p = gHelped.load(std::memory_order_acquire);
+    return p && p->help();
+  });
+}
+
+bool NetProxy::help() {
+  std::unique_lock<std::mutex> lk(progressMu_, std::try_to_lock);
+  return lk.owns_lock() && progressAll();
+}
+
+bool NetProxy::progressAll() {
+  bool moved = false;
+  for (auto& c : conns_) moved |= c->progress();
+  return moved;
+}
 
 void NetProxy::wake() {
   if (eventFd_ < 0) return;
@@ -75,9 +113,13 @@ void NetProxy::remove(const NetConn* c) {
   }
 }
 
-bool NetProxy::applyChanges(std::vector<std::shared_ptr<NetConn>>* conns) {
+bool NetProxy::applyChanges() {
+  std::vector<std::shared_ptr<NetConn>>* conns = &conns_;
   std::lock_guard<std::mutex> lk(mu_);
-  for (auto& c : toAdd_) conns->push_back(std::move(c));
+  for (auto& c : toAdd_) {
+    c->setWakeFd(eventFd_);
+    conns->push_back(std::move(c));
+  }
   toAdd_.clear();
   if (!toRemove_.empty()) {
     for (const NetConn* r : toRemove_)
@@ -97,43 +139,66 @@ bool NetProxy::applyChanges(std::vector<std::shared_ptr<NetConn>>* conns) {
 void NetProxy::loop() {
   pthread_setname_np(pthread_self(), "braid-netproxy");
   using Clock = std::chrono::steady_clock;
-  std::vector<std::shared_ptr<NetConn>> conns;
   std::vector<pollfd> pfds;
   std::vector<NetConn*> polled;
   auto lastMoved = Clock::now();
-  while (applyChanges(&conns)) {
-    bool moved = false;
-    for (auto& c : conns) moved |= c->progress();
+  auto lastHelped = lastMoved - std::chrono::seconds(1);
+  uint64_t seenEntries = ProgressAssist::entries();
+  for (;;) {
+    std::unique_lock<std::mutex> lk(progressMu_);
+    if (!applyChanges()) break;
+    const bool moved = progressAll();
+    // Spin right after traffic: the next message is usually microseconds away, and a
+    // spinning proxy needs no wake-up.
+    const auto now = Clock::now();
+    if (moved) lastMoved = now;
+    const auto idleUs =
+        std::chrono::duration_cast<std::chrono::microseconds>(now - lastMoved).count();
+    if (moved || idleUs < kSpinUs) {
+      lk.unlock();
+      sched_yield();  // be polite on busy hosts
+      continue;
+    }
     pfds.clear();
     polled.clear();
     pfds.push_back({eventFd_, POLLIN, 0});
-    bool watch = false;
-    for (auto& c : conns) {
-      watch |= c->needsPolling();
-      int fd;
-      short ev;
-      c->pollSpec(&fd, &ev);
-      if (fd >= 0) {
-        pfds.push_back({fd, ev, 0});
-        polled.push_back(c.get());
+    timespec ts{0, 100 * 1000 * 1000};
+    const uint64_t entries = ProgressAssist::entries();
+    if (ProgressAssist::waiting() > 0 || entries != seenEntries) lastHelped = now;
+    seenEntries = entries;
+    if (now - lastHelped < std::chrono::milliseconds(kHelpedNapMs)) {
+      // Executors are progressing the connections (or were a moment ago, and likely
+      // come back for the next operation): only cover what they leave, without making
+      // them ring doorbells.
+      ts = {0, 1000 * 1000};
+    } else {
+      // Sleep in poll() on the eventfd (doorbells rung by the executors, adds and
+      // removes) and the nets' descriptors. Where only looking can tell (a FIFO a GPU
+      // writes, a net without a descriptor, a connect in progress), nap: 50 us, then
+      // 1 ms after 20 ms without traffic. Otherwise come back every 100 ms anyway.
+      bool ready = false, nap = false;
+      for (auto& c : conns_) {
+        if (!c->armDoorbell()) ready = true;
+        nap |= c->needsPolling();
       }
+      if (!ready)
+        for (auto& c : conns_) {
+          int fd;
+          short ev;
+          c->pollSpec(&fd, &ev, &ready);
+          if (fd >= 0) {
+            pfds.push_back({fd, ev, 0});
+            polled.push_back(c.get());
+          }
+        }
+      if (ready) ts = {0, 0};
+      else if (nap) ts = {0, idleUs < 20000 ? 50 * 1000 : 1000 * 1000};
     }
-    // Sleep policy: while some connection can only be noticed by looking (its FIFO, a
-    // net without a descriptor, a connect in progress), look often: spin right after
-    // traffic, then every 50 us, then every 1 ms when idle. Otherwise only descriptors
-    // (and the eventfd) can make progress: still come back every 100 ms to notice a
-    // FIFO closed by an aborting executor.
-    timespec ts{0, 0};
-    auto now = Clock::now();
-    if (moved) lastMoved = now;
-    auto idleUs =
-        std::chrono::duration_cast<std::chrono::microseconds>(now - lastMoved).count();
-    if (!watch) ts = {0, 100 * 1000 * 1000};
-    else if (moved || idleUs < 200) ts = {0, 0};
-    else if (idleUs < 20000) ts = {0, 50 * 1000};
-    else ts = {0, 1000 * 1000};
-    if (ts.tv_nsec == 0 && !moved) sched_yield();  // spinning: be polite on busy hosts
-    int n = ::ppoll(pfds.data(), pfds.size(), &ts, nullptr);
+    lk.unlock();
+    const int n = ::ppoll(pfds.data(), pfds.size(), &ts, nullptr);
+    lk.lock();
+    // polled[] is still valid: only this thread removes connections.
+    for (auto& c : conns_) c->disarmDoorbell();
     if (n > 0) {
       if (pfds[0].revents) {
         uint64_t v;
@@ -143,7 +208,8 @@ void NetProxy::loop() {
       for (size_t i = 1; i < pfds.size(); ++i) polled[i - 1]->revents = pfds[i].revents;
     }
   }
-  conns.clear();
+  std::lock_guard<std::mutex> lk(progressMu_);
+  conns_.clear();
 }
 
 }  // namespace braid

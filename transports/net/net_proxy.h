@@ -6,10 +6,19 @@
 // programs (many ranks per process) at one. The thread starts with the first
 // registered connection and is joined when the last one is removed.
 //
-// The executor never signals the proxy: while a connection waits for FIFO data (send)
-// or FIFO space (receive), or on a net that offers no file descriptor to poll, the
-// proxy polls with short timeouts, spinning briefly after recent traffic and backing
-// off to 1 ms when idle. Nets with a descriptor (Socket) let it sleep in poll().
+// The proxy spins for a moment after traffic, then sleeps in poll() on an eventfd and
+// the nets' descriptors (the Socket net's sockets, the IB net's completion channels).
+// Executors ring the eventfd when they publish into, consume from or close a FIFO
+// whose proxy sleeps (the doorbell in src/exec/fifo.h), so a message posted to an idle
+// proxy goes out at once. Where only looking can tell (FIFOs written by a GPU kernel,
+// nets without a descriptor such as external plugins, connects in progress) it naps
+// instead: 50 us, then 1 ms when idle.
+//
+// Executors waiting in their loop progress the connections themselves (help(), through
+// src/exec/progress_assist.h): no hop to this thread. Whoever progresses holds
+// progressMu_, so a net comm is used by one thread at a time. While executors wait the
+// proxy only naps, and goes back to spinning when its own pass finds work (a busy
+// executor streaming through other transports helps only when idle).
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -29,6 +38,8 @@ class NetProxy {
   void add(std::shared_ptr<NetConn> c);
   /// Stops serving `c`; when this returns the proxy no longer touches it.
   void remove(const NetConn* c);
+  /// One progress pass from another thread, unless one is running; true if it moved.
+  bool help();
   ~NetProxy() = delete;  // lives for the whole process (used during exit)
 
  private:
@@ -36,7 +47,12 @@ class NetProxy {
   void loop();
   void wake();
   /// Applies pending adds/removes; returns false when the thread should exit.
-  bool applyChanges(std::vector<std::shared_ptr<NetConn>>* conns);
+  /// Under progressMu_.
+  bool applyChanges();
+  bool progressAll();  ///< under progressMu_
+
+  std::mutex progressMu_;  ///< held by whoever progresses conns_ (proxy or helper)
+  std::vector<std::shared_ptr<NetConn>> conns_;  ///< progressMu_
 
   std::mutex lifeMu_;  ///< serialises add/remove and starting/joining the thread
   std::mutex mu_;      ///< guards the fields below

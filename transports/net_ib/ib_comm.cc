@@ -2,6 +2,7 @@
 #include "transports/net_ib/ib_comm.h"
 #ifdef BRAID_HAVE_IBVERBS
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -16,6 +17,7 @@
 #include "src/config/log.h"
 #include "src/config/params.h"
 #include "src/core/error.h"
+#include "src/net/builtin_nets.h"
 
 namespace braid {
 namespace ib {
@@ -64,7 +66,11 @@ IbComm::~IbComm() {
   // Destroying a QP flushes its outstanding work at once: closing never waits on a peer.
   for (ibv_qp* qp : qps_)
     if (qp) api->destroyQp(qp);
-  if (cq_) api->destroyCq(cq_);
+  if (cq_) {
+    if (unackedEvents_) api->ackCqEvents(cq_, unackedEvents_);  // destroy waits for acks
+    api->destroyCq(cq_);
+  }
+  if (channel_) api->destroyCompChannel(channel_);
   if (fifoMr_) api->deregMr(fifoMr_);
   std::free(fifo_);
 }
@@ -72,7 +78,17 @@ IbComm::~IbComm() {
 ncclResult_t IbComm::create(int nqps) {
   const IbvApi* api = ibvApi();
   const int sendDepth = 2 * kSlots, recvDepth = kSlots;
-  cq_ = api->createCq(dev_->ctx, nqps * (sendDepth + recvDepth) + 16, nullptr, nullptr, 0);
+  // A completion channel to sleep on; without one (never seen) the proxy naps.
+  channel_ = api->createCompChannel(dev_->ctx);
+  if (channel_) {
+    const int fl = fcntl(channel_->fd, F_GETFL);
+    fcntl(channel_->fd, F_SETFL, fl | O_NONBLOCK);
+    fcntl(channel_->fd, F_SETFD, FD_CLOEXEC);
+  } else {
+    BRAID_INFO(kLogNet, "IB %s: ibv_create_comp_channel failed (%s): polling only",
+               dev_->name.c_str(), strerror(errno));
+  }
+  cq_ = api->createCq(dev_->ctx, nqps * (sendDepth + recvDepth) + 16, nullptr, channel_, 0);
   if (!cq_)
     return setError(ncclSystemError, nullptr, "IB %s: ibv_create_cq failed: %s", dev_->name.c_str(),
                     strerror(errno));
@@ -234,6 +250,7 @@ ncclResult_t IbComm::progress() {
   for (;;) {
     int n = ibv_poll_cq(cq_, 16, wcs);
     if (n < 0) return fail(ncclSystemError, where() + ": ibv_poll_cq failed");
+    completions_ += uint64_t(n);
     for (int i = 0; i < n; ++i) {
       const ibv_wc& wc = wcs[i];
       if (wc.status != IBV_WC_SUCCESS) return failWc(wc);
@@ -398,6 +415,28 @@ ncclResult_t IbComm::test(IbRequest* r, int* done, int* size) {
   if (size) *size = int(r->size);
   r->used = false;
   return ncclSuccess;
+}
+
+int IbComm::pollFd() {
+  if (!channel_) return -1;
+  if (failed_ != ncclSuccess) return kNetPollReady;  // test() reports it
+  const IbvApi* api = ibvApi();
+  // Consume the events of earlier arms (each arm raises at most one), then arm again.
+  for (;;) {
+    ibv_cq* cq = nullptr;
+    void* ctx = nullptr;
+    if (api->getCqEvent(channel_, &cq, &ctx) != 0) break;  // EAGAIN: none left
+    ++unackedEvents_;
+  }
+  if (unackedEvents_) {
+    api->ackCqEvents(cq_, unackedEvents_);
+    unackedEvents_ = 0;
+  }
+  if (ibv_req_notify_cq(cq_, 0) != 0) return -1;  // the proxy naps instead
+  // Completions that came before the arm raise no event: poll once more.
+  const uint64_t before = completions_;
+  if (progress() != ncclSuccess || completions_ != before) return kNetPollReady;
+  return channel_->fd;
 }
 
 }  // namespace ib

@@ -16,6 +16,9 @@
 // vanishes without closing it (the QPs only fail when something is in
 // flight, and then only after the retry timeout).
 //
+// Completions can also be waited for: each comm's CQ has a completion channel whose
+// descriptor the proxy polls when it sleeps (pollFd() arms it).
+//
 // Thread safety: a comm is used by one thread at a time (the net contract); comms are
 // independent of each other apart from their device's registration cache (locked).
 #pragma once
@@ -98,6 +101,9 @@ class IbComm {
   ncclResult_t isend(void* data, size_t size, int tag, IbMr* mr, IbRequest** req);
   ncclResult_t irecv(void* data, size_t size, int tag, IbMr* mr, IbRequest** req);
   ncclResult_t test(IbRequest* req, int* done, int* size);
+  /// Before the caller sleeps: the completion channel's descriptor, armed for the next
+  /// completion; kNetPollReady (builtin_nets.h) when completions arrived meanwhile.
+  int pollFd();
 
  private:
   ncclResult_t postRecvs(int qp, int count);
@@ -111,6 +117,9 @@ class IbComm {
   const bool isSend_;
   const int trafficClass_;
   ibv_cq* cq_ = nullptr;
+  ibv_comp_channel* channel_ = nullptr;
+  unsigned unackedEvents_ = 0;
+  uint64_t completions_ = 0;  // work completions polled (pollFd's "anything new?")
   std::vector<ibv_qp*> qps_;
   // Sender: the FIFO the receiver writes; receiver: the entries it writes from.
   FifoEntry* fifo_ = nullptr;

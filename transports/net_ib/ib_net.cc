@@ -9,6 +9,7 @@
 #ifdef BRAID_HAVE_IBVERBS
 #include <algorithm>
 #include <climits>
+#include <mutex>
 
 #include "src/config/params.h"
 #include "src/core/error.h"
@@ -215,6 +216,8 @@ ncclResult_t ibFinalize(void* ctx) {
 
 ncclResult_t ibSetNetAttr(void*, ncclNetAttr_v11_t*) { return ncclSuccess; }
 
+int ibPollFd(void* comm) { return static_cast<IbComm*>(comm)->pollFd(); }
+
 ncclNet_v11_t makeTable() {
   ncclNet_v11_t t{};
   t.name = "IB";
@@ -245,6 +248,8 @@ ncclNet_v11_t makeTable() {
 const ncclNet_v11_t* ibNet() {
   if (!ib::ibvApi()) return nullptr;
   static const ncclNet_v11_t table = makeTable();
+  static std::once_flag once;
+  std::call_once(once, [] { registerNetPollFd(&table, ibPollFd); });
   return &table;
 }
 

@@ -53,6 +53,10 @@ IbvApi* load() {
   bind(lib, &api.deregMr, "ibv_dereg_mr", v11, true, &ok);
   bind(lib, &api.createCq, "ibv_create_cq", v11, true, &ok);
   bind(lib, &api.destroyCq, "ibv_destroy_cq", v11, true, &ok);
+  bind(lib, &api.createCompChannel, "ibv_create_comp_channel", "IBVERBS_1.0", true, &ok);
+  bind(lib, &api.destroyCompChannel, "ibv_destroy_comp_channel", "IBVERBS_1.0", true, &ok);
+  bind(lib, &api.getCqEvent, "ibv_get_cq_event", v11, true, &ok);
+  bind(lib, &api.ackCqEvents, "ibv_ack_cq_events", v11, true, &ok);
   bind(lib, &api.createQp, "ibv_create_qp", v11, true, &ok);
   bind(lib, &api.modifyQp, "ibv_modify_qp", v11, true, &ok);
   bind(lib, &api.destroyQp, "ibv_destroy_qp", v11, true, &ok);

@@ -1,7 +1,7 @@
 // IbvApi: the libibverbs entry points the IB net uses, resolved at run time with
 // dlopen("libibverbs.so.1"), so that libbraid does not depend on rdma-core at link time
 // (NCCL loads it the same way). Only real exported symbols are here: the data-path verbs
-// ibv_post_send, ibv_post_recv and ibv_poll_cq are static inline in <infiniband/verbs.h>
+// ibv_post_send, ibv_post_recv, ibv_poll_cq and ibv_req_notify_cq are static inline in <infiniband/verbs.h>
 // and call through the context's ops, so they need no symbol and are used directly.
 #pragma once
 #if __has_include(<infiniband/verbs.h>)
@@ -32,6 +32,10 @@ struct IbvApi {
   ibv_cq* (*createCq)(ibv_context* ctx, int cqe, void* cqContext, ibv_comp_channel* channel,
                       int compVector);
   int (*destroyCq)(ibv_cq* cq);
+  ibv_comp_channel* (*createCompChannel)(ibv_context* ctx);
+  int (*destroyCompChannel)(ibv_comp_channel* channel);
+  int (*getCqEvent)(ibv_comp_channel* channel, ibv_cq** cq, void** cqContext);
+  void (*ackCqEvents)(ibv_cq* cq, unsigned int nevents);
   ibv_qp* (*createQp)(ibv_pd* pd, ibv_qp_init_attr* attr);
   int (*modifyQp)(ibv_qp* qp, ibv_qp_attr* attr, int mask);
   int (*destroyQp)(ibv_qp* qp);
