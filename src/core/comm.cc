@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <deque>
 
+#include <unistd.h>
+
 #include "src/core/error.h"
 #include "src/core/registration.h"
 #include "src/device/cuda_rt.h"
@@ -16,6 +18,16 @@ Comm::Comm() = default;
 Comm::~Comm() {
   releaseResources();
   forgetErrors(this);
+}
+
+void Comm::drainSends() {
+  using Clock = std::chrono::steady_clock;
+  const int timeoutMs = settings.bootstrapTimeoutMs < 0 ? 60000 : settings.bootstrapTimeoutMs;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeoutMs);
+  for (const auto& kv : sends) {
+    ConnResource* r = kv.second.res.get();
+    while (r && !r->drained() && Clock::now() < deadline) usleep(100);
+  }
 }
 
 void Comm::releaseResources() {
@@ -33,6 +45,7 @@ void Comm::releaseResources() {
   // One-sided state first (its agent entry points at this comm), then connections (they
   // may reference proxy state), then the bootstrap.
   rma.reset();
+  if (!abortFlag.load()) drainSends();
   sends.clear();
   recvs.clear();
   bootstrap.reset();

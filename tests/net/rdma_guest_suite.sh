@@ -4,7 +4,8 @@
 #   scripts/rdma-guest.sh --timeout 1500 -- bash tests/net/rdma_guest_suite.sh build
 #
 # Steps: 1 the automatic net choice is IB on rxe0; 2 the IB net's gtest; 3 collectives
-# between processes over IB, data checked (nccl-tests style -c 1); 4 the multi-rank suite's
+# between processes over IB, data checked (nccl-tests style -c 1); 3b several hosts
+# (distinct NCCL_HOSTID) of 2 ranks each, shm inside and IB between; 4 the multi-rank suite's
 # socket-forced cases, which run over the net transport and so over NCCL_NET=IB; 5 the
 # same perf runs over UCX on rc verbs (SKIP where UCX has no verbs transport here);
 # 6 a rank SIGKILLed mid all-reduce over IB makes the others fail fast, not hang.
@@ -92,6 +93,27 @@ perf ib-all_reduce-2p-2qps 2 all_reduce_perf "${small[@]}"
 penv=("${ib[@]}") extra_expect=()
 # Larger messages: several chunks in flight per step.
 perf ib-all_reduce-3p-4M 3 all_reduce_perf -b 1M -e 4M -f 4 -n 1 -w 0 -c 1
+
+step "3b: several hosts over IB (NCCL_HOSTID per rank: shared memory inside a host, IB between)"
+# The multi-node suite's namespaces cannot carry RoCE here: rxe in Debian 12's 6.1 kernel
+# opens its UDP tunnel socket (port 4791) in the initial network namespace only. Distinct host ids give
+# the same layouts (hierarchical and inter-node algorithms, the net transport between
+# nodes) in one namespace, over rxe0. Auto transport: IB is chosen, not forced.
+hosts() {  # hosts NAME NODES RANKS_PER_NODE PROGRAM ARGS...
+  local name=$1 nodes=$2 per=$3 prog=$4
+  shift 4
+  check "$name" 600 --expect 'NET: using IB' \
+    --expect "layout: $nodes node\\(s\\) x $per rank\\(s\\)" -- \
+    "$run_perf" pass -- env NCCL_NET=IB NCCL_SOCKET_IFNAME=dummy0 NCCL_DEBUG=INFO \
+    NCCL_DEBUG_SUBSYS=NET,GRAPH "$bin/braidrun" -n $((nodes * per)) -- \
+    bash -c 'NCCL_HOSTID=guest-node$((RANK / '"$per"')) exec "$@"' _ "$bin/$prog" "$@"
+}
+hosts hosts-all_reduce-2x2 2 2 all_reduce_perf "${small[@]}"
+hosts hosts-all_reduce-2x2-4M 2 2 all_reduce_perf -b 1M -e 4M -f 4 -n 1 -w 0 -c 1
+for c in all_gather reduce_scatter alltoall broadcast; do
+  hosts "hosts-$c-2x2" 2 2 "${c}_perf" "${small[@]}"
+done
+hosts hosts-all_reduce-3x2 3 2 all_reduce_perf -b 8 -e 64K -f 8 -n 1 -w 0 -c 1
 
 step "4: multi-rank suite, socket-forced cases, over NCCL_NET=IB"
 # BRAID_TRANSPORT=socket (which these cases set) is the net transport over NCCL_NET.

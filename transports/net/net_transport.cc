@@ -94,15 +94,21 @@ class NetResource : public ConnResource {
     if (listenComm) conn_->net()->table->closeListen(listenComm);
     // A copy inherited through fork() was never registered with the child's proxy.
     if (!registered_ || registeredBy_ != getpid()) return;
-    // A send is complete once its bytes are in our FIFO; the peer may still be
-    // receiving them. Let the proxy hand everything to the net before closing, unless
-    // the connection is broken.
-    if (conn_->dir() == NetConn::Dir::kSend) {
+    // A comm's teardown waited for drained() (all its sends under one deadline);
+    // otherwise (a resource used on its own) wait here, within this end's bound.
+    if (!drainAsked_) {
       const int64_t deadline = monotonicMs() + flushTimeoutMs;
-      while (!conn_->sendFlushed() && !conn_->failed() && monotonicMs() < deadline)
-        usleep(100);
+      while (!drained() && monotonicMs() < deadline) usleep(100);
     }
     NetProxy::get().remove(conn_.get());
+  }
+  // A send is complete once its bytes are in our FIFO; the peer may still be receiving
+  // them: drained once the proxy handed everything to the net, or the connection broke.
+  bool drained() override {
+    drainAsked_ = true;
+    if (!registered_ || registeredBy_ != getpid() || conn_->dir() != NetConn::Dir::kSend)
+      return true;
+    return conn_->sendFlushed() || conn_->failed();
   }
   NetConn* conn() const { return conn_.get(); }
   void registerWithProxy() {
@@ -121,11 +127,12 @@ class NetResource : public ConnResource {
   }
 
   void* listenComm = nullptr;
-  int64_t flushTimeoutMs = 60000;  ///< bound on the flush at destruction
+  int64_t flushTimeoutMs = 60000;  ///< bound on the flush at destruction, if not drained
 
  private:
   std::shared_ptr<NetConn> conn_;
   bool registered_ = false;
+  bool drainAsked_ = false;
   pid_t registeredBy_ = 0;
 };
 
