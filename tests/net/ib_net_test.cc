@@ -181,7 +181,7 @@ TEST(IbNet, Properties) {
   EXPECT_TRUE(p.ptrSupport & NCCL_PTR_HOST);
   EXPECT_GT(p.speed, 0);
   EXPECT_GE(p.port, 1);
-  EXPECT_EQ(p.maxRecvs, 1);
+  EXPECT_EQ(p.maxRecvs, 8);
   EXPECT_GE(p.maxP2pBytes, size_t(8) << 20);
   printf("IB device 0: %s port %d, %d Mbit/s, pciPath %s, ptrSupport 0x%x, maxComms %d\n", p.name,
          p.port, p.speed, p.pciPath ? p.pciPath : "(none)", p.ptrSupport, p.maxComms);
@@ -205,6 +205,142 @@ TEST_P(IbNetQps, SizesAndSmallerThanPosted) {
   transfer(p, 1000, size_t(1) << 20, msg++);  // smaller than posted
   transfer(p, 0, 4096, msg++);
   transfer(p, (size_t(3) << 20) + 5, size_t(8) << 20, msg++);  // odd split across QPs
+}
+
+// Multi-receive: one irecv of n tagged buffers; sends match them by tag (the first
+// buffer not yet served whose tag matches), in any order; test() reports each size.
+void multiRecv(const Pair& p, const std::vector<int>& tags, const std::vector<size_t>& posted,
+               const std::vector<int>& sendOrder, const std::vector<size_t>& sendSizes,
+               uint64_t msg) {
+  const ncclNet_v11_t* n = theNet().net;
+  const int nb = int(tags.size());
+  const size_t nbuf = tags.size();
+  std::vector<std::vector<uint8_t>> rbufs(nbuf), sbufs(sendOrder.size());
+  std::vector<void*> rdata(nbuf), rmh(nbuf), smh(sendOrder.size());
+  std::vector<size_t> rsize(posted);
+  std::vector<int> rtags(tags);
+  for (int i = 0; i < nb; ++i) {
+    rbufs[size_t(i)].assign(posted[size_t(i)] + 64, 0xEE);
+    rdata[size_t(i)] = rbufs[size_t(i)].data();
+    ASSERT_EQ(n->regMr(p.recv, rdata[size_t(i)], rbufs[size_t(i)].size(), NCCL_PTR_HOST,
+                       &rmh[size_t(i)]), ncclSuccess);
+  }
+  void* rreq = nullptr;
+  ASSERT_EQ(n->irecv(p.recv, nb, rdata.data(), rsize.data(), rtags.data(), rmh.data(), nullptr,
+                     &rreq), ncclSuccess);
+  ASSERT_NE(rreq, nullptr);
+  // Which buffer each send lands in: the first unserved one with its tag.
+  std::vector<int> target;
+  std::vector<bool> served(size_t(nb), false);
+  for (int t : sendOrder) {
+    int i = 0;
+    while (i < nb && (served[size_t(i)] || tags[size_t(i)] != t)) ++i;
+    ASSERT_LT(i, nb) << "test bug: a send with no buffer";
+    served[size_t(i)] = true;
+    target.push_back(i);
+  }
+  std::vector<void*> sreqs;
+  for (size_t k = 0; k < sendOrder.size(); ++k) {
+    sbufs[k].resize(sendSizes[k] + 1);
+    for (size_t b = 0; b < sendSizes[k]; ++b) sbufs[k][b] = pattern(msg + k, b);
+    ASSERT_EQ(n->regMr(p.send, sbufs[k].data(), sbufs[k].size(), NCCL_PTR_HOST, &smh[k]),
+              ncclSuccess);
+    void* sreq = nullptr;
+    const int64_t deadline = nowMs() + kIoTimeoutMs;
+    while (!sreq) {
+      ASSERT_EQ(n->isend(p.send, sbufs[k].data(), sendSizes[k], sendOrder[k], smh[k], nullptr,
+                         &sreq), ncclSuccess);
+      ASSERT_LT(nowMs(), deadline) << "the receiver's FIFO entry never reached the sender";
+    }
+    sreqs.push_back(sreq);
+  }
+  for (size_t k = 0; k < sreqs.size(); ++k) EXPECT_EQ(waitReq(sreqs[k]), int(sendSizes[k]));
+  std::vector<int> got(size_t(nb), -7);
+  const int64_t deadline = nowMs() + kIoTimeoutMs;
+  for (int done = 0; !done;) {
+    ASSERT_EQ(n->test(rreq, &done, got.data()), ncclSuccess);
+    ASSERT_LT(nowMs(), deadline) << "the multi-receive never completed";
+  }
+  for (size_t k = 0; k < sendOrder.size(); ++k) {
+    const size_t i = size_t(target[k]);
+    EXPECT_EQ(got[i], int(sendSizes[k])) << "size reported for buffer " << i;
+    size_t bad = 0;
+    for (size_t b = 0; b < sendSizes[k]; ++b) bad += rbufs[i][b] != pattern(msg + k, b);
+    EXPECT_EQ(bad, 0u) << "buffer " << i << " (tag " << tags[i] << ")";
+    for (size_t b = sendSizes[k]; b < rbufs[i].size(); ++b)
+      if (rbufs[i][b] != 0xEE) {
+        ADD_FAILURE() << "buffer " << i << ": byte " << b << " past the message was written";
+        break;
+      }
+  }
+  for (void* mh : rmh) EXPECT_EQ(n->deregMr(p.recv, mh), ncclSuccess);
+  for (void* mh : smh) EXPECT_EQ(n->deregMr(p.send, mh), ncclSuccess);
+}
+
+TEST_P(IbNetQps, MultiReceive) {
+  REQUIRE_IB_PORT();
+  Pair p;
+  ASSERT_TRUE(connectPair(&p));
+  // Sends out of order, a repeated tag, an empty message, smaller than posted.
+  multiRecv(p, {7, 3, 9, 3}, {4096, 1000, 65536, 300000}, {9, 3, 7, 3}, {65536, 0, 4000, 299999},
+            100);
+  transfer(p, 12345, 12345, 200);  // single receives go on in the next slots
+  // All eight, each over several QPs' parts.
+  multiRecv(p, {0, 1, 2, 3, 4, 5, 6, 7}, std::vector<size_t>(8, size_t(1) << 20),
+            {7, 6, 5, 4, 3, 2, 1, 0},
+            {size_t(1) << 20, 1, 128, 129, 4096, 5000, 777777, 65},
+            300);
+  // Many in a row: slots wrap around (kSlots 32) with mixed group sizes.
+  for (uint64_t round = 0; round < 40; ++round) {
+    const int nb = 1 + int(round % 8);
+    std::vector<int> tags;
+    std::vector<size_t> sizes, order_sizes;
+    std::vector<int> order;
+    for (int i = 0; i < nb; ++i) {
+      tags.push_back(i * 10);
+      sizes.push_back(8192);
+      order.push_back((nb - 1 - i) * 10);
+      order_sizes.push_back(size_t(100 + 997 * i));
+    }
+    multiRecv(p, tags, sizes, order, order_sizes, 1000 + round * 16);
+  }
+}
+
+TEST(IbNet, MultiReceiveErrors) {
+  REQUIRE_IB_PORT();
+  const ncclNet_v11_t* n = theNet().net;
+  Pair p;
+  ASSERT_TRUE(connectPair(&p));
+  std::vector<uint8_t> buf(4096);
+  void* mh = nullptr;
+  ASSERT_EQ(n->regMr(p.recv, buf.data(), buf.size(), NCCL_PTR_HOST, &mh), ncclSuccess);
+  void* data[9];
+  size_t sizes[9];
+  int tags[9];
+  void* mhs[9];
+  for (int i = 0; i < 9; ++i) {
+    data[i] = buf.data();
+    sizes[i] = 16;
+    tags[i] = i;
+    mhs[i] = mh;
+  }
+  void* req = nullptr;
+  EXPECT_EQ(n->irecv(p.recv, 9, data, sizes, tags, mhs, nullptr, &req), ncclInvalidArgument);
+  EXPECT_EQ(req, nullptr);
+  // Two buffers tagged 1 and 2; a send tagged 5 matches neither.
+  ASSERT_EQ(n->irecv(p.recv, 2, data + 1, sizes, tags + 1, mhs, nullptr, &req), ncclSuccess);
+  ASSERT_NE(req, nullptr);
+  void* smh = nullptr;
+  ASSERT_EQ(n->regMr(p.send, buf.data(), buf.size(), NCCL_PTR_HOST, &smh), ncclSuccess);
+  void* sreq = nullptr;
+  ncclResult_t r = ncclSuccess;
+  const int64_t deadline = nowMs() + kIoTimeoutMs;
+  while (r == ncclSuccess && !sreq && nowMs() < deadline)
+    r = n->isend(p.send, buf.data(), 16, 5, smh, nullptr, &sreq);
+  EXPECT_EQ(r, ncclInvalidUsage);
+  EXPECT_EQ(sreq, nullptr);
+  EXPECT_EQ(n->deregMr(p.send, smh), ncclSuccess);
+  EXPECT_EQ(n->deregMr(p.recv, mh), ncclSuccess);
 }
 
 // A sender thread and a receiver thread, each with up to 8 requests in flight, random

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstddef>
 #include <cstring>
 
 #include "src/config/log.h"
@@ -24,7 +25,7 @@ namespace ib {
 namespace {
 
 // Work request ids: kind in the top byte, a QP index or request slot below.
-enum WrKind : uint64_t { kWrRecv = 1, kWrData = 2, kWrFifo = 3 };
+enum WrKind : uint64_t { kWrRecv = 1, kWrData = 2, kWrFifo = 3, kWrSize = 4 };
 constexpr uint64_t wrId(WrKind kind, uint64_t low) { return (uint64_t(kind) << 56) | low; }
 constexpr WrKind wrKind(uint64_t id) { return WrKind(id >> 56); }
 constexpr uint64_t wrLow(uint64_t id) { return id & 0xffffffu; }
@@ -42,6 +43,7 @@ const char* wcKindName(uint64_t id) {
     case kWrRecv: return "receive";
     case kWrData: return "RDMA write of data";
     case kWrFifo: return "RDMA write of a FIFO entry";
+    case kWrSize: return "RDMA write of a message size";
   }
   return "work request";
 }
@@ -71,13 +73,16 @@ IbComm::~IbComm() {
     api->destroyCq(cq_);
   }
   if (channel_) api->destroyCompChannel(channel_);
-  if (fifoMr_) api->deregMr(fifoMr_);
-  std::free(fifo_);
+  if (ctlMr_) api->deregMr(ctlMr_);
+  std::free(ctl_);
 }
 
 ncclResult_t IbComm::create(int nqps) {
   const IbvApi* api = ibvApi();
-  const int sendDepth = 2 * kSlots, recvDepth = kSlots;
+  // Sends: per entry a size write and a data write (QP 0); receives: one immediate per
+  // entry and QP (receiver), one FIFO write per slot (sender).
+  const int sendDepth = 2 * kSlots * kMaxRecvs;
+  const int recvDepth = isSend_ ? kSlots : kSlots * kMaxRecvs;
   // A completion channel to sleep on; without one (never seen) the proxy naps.
   channel_ = api->createCompChannel(dev_->ctx);
   if (channel_) {
@@ -117,18 +122,18 @@ ncclResult_t IbComm::create(int nqps) {
       return setError(ncclSystemError, nullptr, "IB %s: QP to INIT failed: %s", dev_->name.c_str(),
                       strerror(rc));
   }
-  const size_t fifoBytes = kSlots * sizeof(FifoEntry);
-  fifo_ = static_cast<FifoEntry*>(std::aligned_alloc(4096, 4096));
-  if (!fifo_) return setError(ncclSystemError, nullptr, "IB: out of memory for the FIFO");
-  std::memset(fifo_, 0, 4096);
-  fifoMr_ = api->regMr(dev_->pd, fifo_, fifoBytes, kIbAccess);
-  if (!fifoMr_)
+  const size_t ctlBytes = (sizeof(ControlRegion) + 4095) & ~size_t(4095);
+  ctl_ = static_cast<ControlRegion*>(std::aligned_alloc(4096, ctlBytes));
+  if (!ctl_) return setError(ncclSystemError, nullptr, "IB: out of memory for the FIFO");
+  std::memset(static_cast<void*>(ctl_), 0, ctlBytes);
+  ctlMr_ = api->regMr(dev_->pd, ctl_, sizeof(ControlRegion), kIbAccess);
+  if (!ctlMr_)
     return setError(ncclSystemError, nullptr, "IB %s: ibv_reg_mr of the FIFO failed: %s",
                     dev_->name.c_str(), strerror(errno));
   // Receives are posted before the peer can write: the sender's for FIFO entries (QP 0),
   // the receiver's for data parts (every QP).
-  if (isSend_) return postRecvs(0, kSlots);
-  for (int q = 0; q < nqps; ++q) BRAID_CHECK(postRecvs(q, kSlots));
+  if (isSend_) return postRecvs(0, recvDepth);
+  for (int q = 0; q < nqps; ++q) BRAID_CHECK(postRecvs(q, recvDepth));
   return ncclSuccess;
 }
 
@@ -139,8 +144,8 @@ void IbComm::describe(ConnInfo* info) const {
   std::memcpy(info->gid, dev_->gid.raw, 16);
   info->lid = dev_->lid;
   info->linkLayer = dev_->linkLayer;
-  info->fifoAddr = reinterpret_cast<uintptr_t>(fifo_);
-  info->fifoRkey = fifoMr_->rkey;
+  info->fifoAddr = reinterpret_cast<uintptr_t>(ctl_);
+  info->fifoRkey = ctlMr_->rkey;
 }
 
 ncclResult_t IbComm::connectTo(const ConnInfo& peer) {
@@ -189,8 +194,8 @@ ncclResult_t IbComm::connectTo(const ConnInfo& peer) {
       return setError(ncclSystemError, nullptr, "IB %s: QP to RTS towards %s failed: %s",
                       dev_->name.c_str(), peer_.c_str(), strerror(rc));
   }
-  remoteFifoAddr_ = peer.fifoAddr;
-  remoteFifoRkey_ = peer.fifoRkey;
+  remoteCtlAddr_ = peer.fifoAddr;
+  remoteCtlRkey_ = peer.fifoRkey;
   BRAID_INFO(kLogNet, "IB %s: %s %s over %zu QP(s), MTU %d", dev_->name.c_str(),
              isSend_ ? "sending to" : "receiving from", peer_.c_str(), qps_.size(),
              128 << int(mtu));
@@ -260,16 +265,19 @@ ncclResult_t IbComm::progress() {
           if (isSend_) {
             ++fifoArrived_;
           } else {
-            IbRequest& r = reqs_[partSeq_[low]++ % kSlots];
-            if (!r.used || r.partsLeft <= 0)
+            const uint32_t imm = ntohl(wc.imm_data);
+            const uint32_t slot = imm / kMaxRecvs, entry = imm % kMaxRecvs;
+            IbRequest& r = reqs_[slot % kSlots][0];
+            if (slot >= uint32_t(kSlots) || !r.used || r.partsLeft <= 0 ||
+                int(entry) >= r.nreqs)
               return fail(ncclInternalError, where() + ": data arrived for no posted receive");
-            r.size += ntohl(wc.imm_data);
             --r.partsLeft;
           }
           BRAID_CHECK(postRecvs(int(low), 1));
           break;
-        case kWrData: --reqs_[low].partsLeft; break;
+        case kWrData: --reqs_[low / kMaxRecvs][low % kMaxRecvs].partsLeft; break;
         case kWrFifo: ++fifoDone_; break;
+        case kWrSize: break;  // unsignaled: completions only report errors
       }
     }
     if (n < 16) return ncclSuccess;
@@ -301,32 +309,64 @@ ncclResult_t IbComm::isend(void* data, size_t size, int tag, IbMr* mr, IbRequest
                     "%s: message of %zu bytes is above maxP2pBytes (2 GiB - 1)", where().c_str(),
                     size);
   const int slot = int(seq_ % kSlots);
-  if (reqs_[slot].used) return ncclSuccess;  // too many outstanding: try again
   if (fifoArrived_ <= seq_) {
     BRAID_CHECK(progress());
     if (fifoArrived_ <= seq_) return checkPeer();  // receiver has not posted yet
   }
-  // The receive completion of the entry's write was polled: the entry is in memory
+  // The receive completion of the entries' write was polled: they are in memory
   // (ibv_poll_cq's provider orders the DMA before the completion it returns). Only the
-  // compiler must not hoist the read above the poll; a thread fence would also be
+  // compiler must not hoist the reads above the poll; a thread fence would also be
   // refused by TSan builds (-Werror=tsan).
   std::atomic_signal_fence(std::memory_order_acquire);
-  FifoEntry e;
-  std::memcpy(&e, const_cast<const FifoEntry*>(&fifo_[slot]), sizeof(e));
-  if (e.seq != seq_)
-    return fail(ncclInternalError, where() + ": FIFO out of step (entry " + std::to_string(e.seq) +
-                                       ", expected " + std::to_string(seq_) + ")");
+  FifoEntry es[kMaxRecvs];
+  std::memcpy(&es[0], const_cast<const FifoEntry*>(&ctl_->fifo[slot][0]), sizeof(FifoEntry));
+  if (es[0].seq != seq_)
+    return fail(ncclInternalError, where() + ": FIFO out of step (entry " +
+                                       std::to_string(es[0].seq) + ", expected " +
+                                       std::to_string(seq_) + ")");
+  const int n = int(es[0].nreqs);
+  if (n < 1 || n > kMaxRecvs)
+    return fail(ncclInternalError,
+                where() + ": FIFO entry announces " + std::to_string(n) + " receive buffers");
+  std::memcpy(&es[1], const_cast<const FifoEntry*>(&ctl_->fifo[slot][1]),
+              sizeof(FifoEntry) * size_t(n - 1));
+  // The first buffer not sent yet whose tag matches (as NCCL's IB net matches).
+  int i = 0;
+  while (i < n && ((sentMask_ >> i & 1u) || es[i].tag != tag)) ++i;
+  if (i == n) {
+    std::string posted;
+    for (int k = 0; k < n; ++k)
+      if (!(sentMask_ >> k & 1u)) posted += (posted.empty() ? "" : ", ") + std::to_string(es[k].tag);
+    return setError(ncclInvalidUsage, nullptr,
+                    "%s: send tag %d does not match the receive tag(s) still open in this "
+                    "request: %s", where().c_str(), tag, posted.c_str());
+  }
+  const FifoEntry& e = es[i];
+  IbRequest& r = reqs_[slot][i];
+  if (r.used) return ncclSuccess;  // its previous use is still in flight: try again
   if (size > e.size)
     return setError(ncclInvalidUsage, nullptr,
                     "%s: message of %zu bytes is larger than the posted receive (%u bytes)",
                     where().c_str(), size, e.size);
-  if (tag != e.tag)
-    return setError(ncclInvalidUsage, nullptr, "%s: send tag %d does not match receive tag %d",
-                    where().c_str(), tag, e.tag);
   if (size > 0 && (!mr || !inRegion(mr, data, size)))
     return setError(ncclInvalidArgument, nullptr,
                     "%s: isend buffer %p (%zu bytes) is not inside its registered region",
                     where().c_str(), data, size);
+  // QP 0 carries the size first: RC writes land in order, so the receiver finds the size
+  // in its table once QP 0's data part has arrived.
+  ctl_->sizes[slot][i] = uint32_t(size);
+  ibv_sge sizeSge{};
+  sizeSge.addr = reinterpret_cast<uintptr_t>(&ctl_->sizes[slot][i]);
+  sizeSge.length = sizeof(uint32_t);
+  sizeSge.lkey = ctlMr_->lkey;
+  ibv_send_wr sizeWr{};
+  sizeWr.wr_id = wrId(kWrSize, uint64_t(slot * kMaxRecvs + i));
+  sizeWr.sg_list = &sizeSge;
+  sizeWr.num_sge = 1;
+  sizeWr.opcode = IBV_WR_RDMA_WRITE;  // unsignaled: the data write after it completes it
+  sizeWr.wr.rdma.remote_addr =
+      remoteCtlAddr_ + offsetof(ControlRegion, sizes) + (size_t(slot) * kMaxRecvs + i) * 4;
+  sizeWr.wr.rdma.rkey = remoteCtlRkey_;
   const size_t nq = qps_.size();
   const size_t part = nq == 1 ? size : ((size + nq - 1) / nq + kPartAlign - 1) & ~(kPartAlign - 1);
   for (size_t q = 0; q < nq; ++q) {
@@ -338,51 +378,64 @@ ncclResult_t IbComm::isend(void* data, size_t size, int tag, IbMr* mr, IbRequest
     sge.lkey = mr ? mr->mr->lkey : 0;
     ibv_send_wr wr{};
     ibv_send_wr* bad = nullptr;
-    wr.wr_id = wrId(kWrData, uint64_t(slot));
+    wr.wr_id = wrId(kWrData, uint64_t(slot * kMaxRecvs + i));
     wr.sg_list = &sge;
     wr.num_sge = len ? 1 : 0;
     wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
     wr.send_flags = IBV_SEND_SIGNALED;
-    wr.imm_data = htonl(uint32_t(len));
+    wr.imm_data = htonl(uint32_t(slot * kMaxRecvs + i));
     wr.wr.rdma.remote_addr = e.addr + off;
     wr.wr.rdma.rkey = e.rkey;
-    int rc = ibv_post_send(qps_[q], &wr, &bad);
+    if (q == 0) sizeWr.next = &wr;
+    int rc = ibv_post_send(qps_[q], q == 0 ? &sizeWr : &wr, &bad);
     if (rc != 0) return fail(ncclSystemError, where() + ": ibv_post_send failed: " + strerror(rc));
   }
-  IbRequest& r = reqs_[slot];
   r.comm = this;
   r.used = true;
   r.partsLeft = int(nq);
+  r.slot = slot;
   r.size = size;
-  ++seq_;
+  sentMask_ |= 1u << i;
+  if (sentMask_ == (1u << n) - 1) {  // every buffer of this receive served: next slot
+    sentMask_ = 0;
+    ++seq_;
+  }
   *req = &r;
   return ncclSuccess;
 }
 
-ncclResult_t IbComm::irecv(void* data, size_t size, int tag, IbMr* mr, IbRequest** req) {
+ncclResult_t IbComm::irecv(int n, void** data, const size_t* sizes, const int* tags, IbMr** mrs,
+                           IbRequest** req) {
   *req = nullptr;
   if (failed_ != ncclSuccess) return fail(failed_, failMessage_);
   if (isSend_) return setError(ncclInvalidUsage, nullptr, "IB: irecv on a send comm");
-  if (size > 0 && (!mr || !inRegion(mr, data, size)))
-    return setError(ncclInvalidArgument, nullptr,
-                    "%s: irecv buffer %p (%zu bytes) is not inside its registered region",
-                    where().c_str(), data, size);
+  if (n < 1 || n > kMaxRecvs)
+    return setError(ncclInvalidArgument, nullptr, "%s: irecv of %d buffers (1 to %d)",
+                    where().c_str(), n, kMaxRecvs);
+  for (int i = 0; i < n; ++i)
+    if (sizes[i] > 0 && (!mrs[i] || !inRegion(mrs[i], data[i], sizes[i])))
+      return setError(ncclInvalidArgument, nullptr,
+                      "%s: irecv buffer %p (%zu bytes) is not inside its registered region",
+                      where().c_str(), data[i], sizes[i]);
   const int slot = int(seq_ % kSlots);
-  if (reqs_[slot].used) return ncclSuccess;
+  if (reqs_[slot][0].used) return ncclSuccess;
   if (fifoPosted_ - fifoDone_ >= uint64_t(2 * kSlots - 1)) {
     BRAID_CHECK(progress());
     if (fifoPosted_ - fifoDone_ >= uint64_t(2 * kSlots - 1)) return ncclSuccess;
   }
-  FifoEntry& e = fifo_[slot];
-  e.addr = reinterpret_cast<uintptr_t>(data);
-  e.rkey = mr ? mr->mr->rkey : 0;
-  e.size = uint32_t(std::min<size_t>(size, UINT32_MAX));
-  e.tag = tag;
-  e.seq = seq_;
+  FifoEntry* es = ctl_->fifo[slot];
+  for (int i = 0; i < n; ++i) {
+    es[i].addr = reinterpret_cast<uintptr_t>(data[i]);
+    es[i].rkey = mrs[i] ? mrs[i]->mr->rkey : 0;
+    es[i].size = uint32_t(std::min<size_t>(sizes[i], UINT32_MAX));
+    es[i].tag = tags ? tags[i] : 0;
+    es[i].nreqs = uint32_t(n);
+    es[i].seq = seq_;
+  }
   ibv_sge sge{};
-  sge.addr = reinterpret_cast<uintptr_t>(&e);
-  sge.length = sizeof(e);
-  sge.lkey = fifoMr_->lkey;
+  sge.addr = reinterpret_cast<uintptr_t>(es);
+  sge.length = uint32_t(sizeof(FifoEntry) * size_t(n));
+  sge.lkey = ctlMr_->lkey;
   ibv_send_wr wr{};
   ibv_send_wr* bad = nullptr;
   wr.wr_id = wrId(kWrFifo, uint64_t(slot));
@@ -391,28 +444,39 @@ ncclResult_t IbComm::irecv(void* data, size_t size, int tag, IbMr* mr, IbRequest
   wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.imm_data = htonl(uint32_t(slot));
-  wr.wr.rdma.remote_addr = remoteFifoAddr_ + slot * sizeof(FifoEntry);
-  wr.wr.rdma.rkey = remoteFifoRkey_;
+  wr.wr.rdma.remote_addr =
+      remoteCtlAddr_ + offsetof(ControlRegion, fifo) + size_t(slot) * kMaxRecvs * sizeof(FifoEntry);
+  wr.wr.rdma.rkey = remoteCtlRkey_;
   int rc = ibv_post_send(qps_[0], &wr, &bad);
   if (rc != 0) return fail(ncclSystemError, where() + ": ibv_post_send failed: " + strerror(rc));
   ++fifoPosted_;
-  IbRequest& r = reqs_[slot];
+  IbRequest& r = reqs_[slot][0];
   r.comm = this;
   r.used = true;
-  r.partsLeft = int(qps_.size());
+  r.partsLeft = n * int(qps_.size());
+  r.slot = slot;
+  r.nreqs = n;
   r.size = 0;
   ++seq_;
   *req = &r;
   return ncclSuccess;
 }
 
-ncclResult_t IbComm::test(IbRequest* r, int* done, int* size) {
+ncclResult_t IbComm::test(IbRequest* r, int* done, int* sizes) {
   *done = 0;
   if (failed_ != ncclSuccess) return fail(failed_, failMessage_);
   if (r->partsLeft > 0) BRAID_CHECK(progress());
   if (r->partsLeft > 0) return checkPeer();
   *done = 1;
-  if (size) *size = int(r->size);
+  if (sizes) {
+    if (isSend_) {
+      sizes[0] = int(r->size);
+    } else {
+      std::atomic_signal_fence(std::memory_order_acquire);  // see isend
+      for (int i = 0; i < r->nreqs; ++i)
+        sizes[i] = int(*const_cast<const volatile uint32_t*>(&ctl_->sizes[r->slot][i]));
+    }
+  }
   r->used = false;
   return ncclSuccess;
 }

@@ -1,16 +1,18 @@
 // IbComm: one direction of an IB net connection, the sender's or the receiver's end.
 //
 // Protocol (RC queue pairs, NCCL_IB_QPS_PER_CONNECTION of them):
-//  - the receiver's irecv writes a FifoEntry {addr, rkey, size, tag, seq} into slot
-//    seq % kSlots of the sender's FIFO with RDMA WRITE WITH IMMEDIATE on QP 0; the
-//    sender learns of it from the receive completion (which also guarantees the entry
-//    is wholly in memory, which a plain write polled in memory would not);
-//  - the sender's isend waits (request NULL) for its entry, then RDMA WRITEs WITH
-//    IMMEDIATE the message straight into the receiver's buffer, one part on every QP
-//    (parts may be empty); each immediate carries its part's size;
-//  - the receiver's request completes when every QP has delivered its part: parts of
-//    one QP arrive in posting order, so the k-th completion on QP q belongs to the k-th
-//    request; the size is the sum of the immediates.
+//  - the receiver's irecv of n buffers (multi-receive, n <= kMaxRecvs) writes n
+//    FifoEntry {addr, rkey, size, tag, nreqs, seq} into slot seq % kSlots of the
+//    sender's FIFO with RDMA WRITE WITH IMMEDIATE on QP 0; the sender learns of it from
+//    the receive completion (which also guarantees the entries are wholly in memory,
+//    which a plain write polled in memory would not);
+//  - the sender's isend waits (request NULL) for its slot, takes the first entry not yet
+//    sent whose tag matches, RDMA WRITEs the message's size into the receiver's size
+//    table (QP 0), then RDMA WRITEs WITH IMMEDIATE the data straight into the receiver's
+//    buffer, one part on every QP (parts may be empty); each immediate names the slot
+//    and the entry. The slot is done once all n entries were sent;
+//  - the receiver's request completes when every part of every entry has arrived; the
+//    size write went before the data on QP 0, so the sizes are in memory by then.
 // The TCP socket used for setup stays open: a peer that dies closes it, which ends
 // requests that would otherwise wait for ever, and TCP keepalive covers a host that
 // vanishes without closing it (the QPs only fail when something is in
@@ -36,8 +38,9 @@
 namespace braid {
 namespace ib {
 
-constexpr int kSlots = 32;   ///< outstanding requests per comm (NCCL_NET_MAX_REQUESTS)
-constexpr int kMaxQps = 16;  ///< NCCL_IB_QPS_PER_CONNECTION upper bound
+constexpr int kSlots = 32;    ///< outstanding requests per comm (NCCL_NET_MAX_REQUESTS)
+constexpr int kMaxQps = 16;   ///< NCCL_IB_QPS_PER_CONNECTION upper bound
+constexpr int kMaxRecvs = 8;  ///< buffers per receive request (maxRecvs)
 
 /// A posted receive buffer, as the receiver announces it to the sender.
 struct FifoEntry {
@@ -45,10 +48,18 @@ struct FifoEntry {
   uint32_t rkey;
   uint32_t size;  ///< posted size (messages are at most 2 GiB - 1)
   int32_t tag;
-  uint32_t pad;
-  uint64_t seq;  ///< request number; checks that both sides agree
+  uint32_t nreqs;  ///< buffers in this receive request (all its entries say the same)
+  uint64_t seq;    ///< request number; checks that both sides agree
 };
 static_assert(sizeof(FifoEntry) == 32, "FIFO entries are written whole");
+
+/// Each comm's registered control region, the same layout on both sides: the FIFO
+/// (written by the receiver into the sender's), then the size table (written by the
+/// sender into the receiver's; the sender's own copy is the source of those writes).
+struct ControlRegion {
+  FifoEntry fifo[kSlots][kMaxRecvs];
+  uint32_t sizes[kSlots][kMaxRecvs];
+};
 
 /// What each side tells the other over the socket during setup.
 struct ConnInfo {
@@ -61,7 +72,7 @@ struct ConnInfo {
   uint16_t lid;
   uint8_t linkLayer;
   uint8_t pad[5];
-  uint64_t fifoAddr;  ///< sender's FIFO (sender to receiver only)
+  uint64_t fifoAddr;  ///< the side's ControlRegion
   uint32_t fifoRkey;
   uint32_t pad2;
 };
@@ -72,7 +83,9 @@ struct IbRequest {
   IbComm* comm = nullptr;
   bool used = false;
   int partsLeft = 0;  ///< completions still to come
-  uint64_t size = 0;  ///< bytes received (receiver) or sent (sender)
+  int slot = 0;       ///< FIFO slot
+  int nreqs = 1;      ///< receiver: buffers of this request
+  uint64_t size = 0;  ///< sender: bytes sent
 };
 
 class IbComm {
@@ -99,8 +112,11 @@ class IbComm {
 
   // ---- data path ----
   ncclResult_t isend(void* data, size_t size, int tag, IbMr* mr, IbRequest** req);
-  ncclResult_t irecv(void* data, size_t size, int tag, IbMr* mr, IbRequest** req);
-  ncclResult_t test(IbRequest* req, int* done, int* size);
+  /// n buffers (1 <= n <= kMaxRecvs), each matched by a send with its tag.
+  ncclResult_t irecv(int n, void** data, const size_t* sizes, const int* tags, IbMr** mrs,
+                     IbRequest** req);
+  /// sizes: one per buffer of the request (receiver), one (sender); may be null.
+  ncclResult_t test(IbRequest* req, int* done, int* sizes);
   /// Before the caller sleeps: the completion channel's descriptor, armed for the next
   /// completion; kNetPollReady (builtin_nets.h) when completions arrived meanwhile.
   int pollFd();
@@ -121,19 +137,20 @@ class IbComm {
   unsigned unackedEvents_ = 0;
   uint64_t completions_ = 0;  // work completions polled (pollFd's "anything new?")
   std::vector<ibv_qp*> qps_;
-  // Sender: the FIFO the receiver writes; receiver: the entries it writes from.
-  FifoEntry* fifo_ = nullptr;
-  ibv_mr* fifoMr_ = nullptr;
-  uint64_t remoteFifoAddr_ = 0;  // receiver only
-  uint32_t remoteFifoRkey_ = 0;
+  // Sender: the FIFO the receiver writes, the sizes it writes from; receiver: the
+  // entries it writes from, the sizes the sender writes.
+  ControlRegion* ctl_ = nullptr;
+  ibv_mr* ctlMr_ = nullptr;
+  uint64_t remoteCtlAddr_ = 0;  // the peer's ControlRegion
+  uint32_t remoteCtlRkey_ = 0;
   Socket sock_;
   std::string peer_ = "?";
-  IbRequest reqs_[kSlots];
-  uint64_t seq_ = 0;          // next request number
-  uint64_t fifoArrived_ = 0;  // sender: FIFO entries received
+  IbRequest reqs_[kSlots][kMaxRecvs];  // receiver: [slot][0]; sender: one per entry
+  uint64_t seq_ = 0;          // next request number (FIFO slot)
+  uint32_t sentMask_ = 0;     // sender: entries of slot seq_ already sent
+  uint64_t fifoArrived_ = 0;  // sender: FIFO slots received
   uint64_t fifoPosted_ = 0;   // receiver: FIFO writes posted / completed
   uint64_t fifoDone_ = 0;
-  uint64_t partSeq_[kMaxQps] = {};  // receiver: parts seen per QP
   ncclResult_t failed_ = ncclSuccess;
   std::string failMessage_;
   int64_t nextPeerCheckMs_ = 0;

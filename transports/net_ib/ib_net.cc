@@ -75,7 +75,7 @@ ncclResult_t ibGetProperties(int dev, ncclNetProperties_v11_t* p) {
   p->port = d->port;
   p->latency = 0;
   p->maxComms = d->maxQp > 0 ? d->maxQp : 65536;
-  p->maxRecvs = 1;  // one buffer per irecv: no multi-receive
+  p->maxRecvs = ib::kMaxRecvs;  // multi-receive: one irecv of up to 8 tagged buffers
   p->netDeviceType = NCCL_NET_DEVICE_HOST;
   p->netDeviceVersion = 0;
   p->vProps.ndevs = 1;
@@ -166,13 +166,10 @@ ncclResult_t ibIsend(void* sendComm, void* data, size_t size, int tag, void* mha
 ncclResult_t ibIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles,
                      void**, void** request) {
   *request = nullptr;
-  if (n != 1)
-    return setError(ncclInvalidArgument, nullptr,
-                    "IB net: irecv of %d buffers; this net takes one (maxRecvs = 1)", n);
+  IbMr* mrs[ib::kMaxRecvs] = {};
+  for (int i = 0; mhandles && i < n && i < ib::kMaxRecvs; ++i) mrs[i] = static_cast<IbMr*>(mhandles[i]);
   IbRequest* r = nullptr;
-  IbMr* mr = mhandles ? static_cast<IbMr*>(mhandles[0]) : nullptr;
-  ncclResult_t res =
-      static_cast<IbComm*>(recvComm)->irecv(data[0], sizes[0], tags ? tags[0] : 0, mr, &r);
+  ncclResult_t res = static_cast<IbComm*>(recvComm)->irecv(n, data, sizes, tags, mrs, &r);
   *request = r;
   return res;
 }
