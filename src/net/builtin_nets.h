@@ -19,20 +19,26 @@ const ncclNet_v11_t* socketNet();
 const ncclNet_v11_t* ibNet();
 const ncclNet_v11_t* ucxNet();
 
-/// Optional Braid extension for built-in nets: a file descriptor that becomes readable
-/// when a comm of this net may progress (the proxy then sleeps in poll() on it instead
-/// of napping). Returns -1 when the comm has none. Registered by the net itself.
-/// Called only when the proxy is about to sleep, so it may arm the descriptor (e.g.
-/// request a completion event); it returns kNetPollReady when the comm can move now.
-using NetPollFdFn = int (*)(void* comm);
+/// Optional Braid extensions a built-in net registers for its table (the ncclNet ABI
+/// has no room for them; external plugins have none and get the plain behaviour).
+struct NetExtensions {
+  /// A file descriptor that becomes readable when a comm may progress (the proxy then
+  /// sleeps in poll() on it instead of napping); -1 when the comm has none. Called only
+  /// when the proxy is about to sleep, so it may arm the descriptor (e.g. request a
+  /// completion event); returns kNetPollReady when the comm can move now.
+  int (*pollFd)(void* comm) = nullptr;
+  /// Whether the peer of a comm with nothing in flight is gone (called when its poll fd
+  /// became readable; non-blocking); sets *why when it returns true. Lets a sender with
+  /// nothing to send learn that its receiver died.
+  bool (*peerGone)(void* comm, std::string* why) = nullptr;
+  /// Frees what connect() keeps between its calls for `handle` (a socket, queue pairs)
+  /// when the connect is given up before it returned a comm: ncclNet has no call for
+  /// that, so plugins leak it (as under NCCL).
+  void (*abandonConnect)(void* handle) = nullptr;
+};
 constexpr int kNetPollReady = -2;
-void registerNetPollFd(const ncclNet_v11_t* net, NetPollFdFn fn);
-NetPollFdFn netPollFd(const ncclNet_v11_t* net);
-/// Optional too: whether the peer of a comm with nothing in flight is gone (called
-/// when its poll fd became readable; non-blocking). Sets *why when it returns true.
-/// Lets a sender with nothing to send learn that its receiver died.
-using NetPeerGoneFn = bool (*)(void* comm, std::string* why);
-void registerNetPeerGone(const ncclNet_v11_t* net, NetPeerGoneFn fn);
-NetPeerGoneFn netPeerGone(const ncclNet_v11_t* net);
+void registerNetExtensions(const ncclNet_v11_t* net, const NetExtensions& ext);
+/// The extensions registered for `net` (all null if none).
+NetExtensions netExtensions(const ncclNet_v11_t* net);
 
 }  // namespace braid

@@ -16,16 +16,12 @@ namespace {
 
 ncclResult_t noProfiler(void**, int, void*, int64_t, void*) { return ncclSuccess; }
 
-std::mutex& pollFdMu() {
+std::mutex& extensionsMu() {
   static std::mutex mu;
   return mu;
 }
-std::map<const ncclNet_v11_t*, NetPollFdFn>& pollFds() {
-  static auto* m = new std::map<const ncclNet_v11_t*, NetPollFdFn>();
-  return *m;
-}
-std::map<const ncclNet_v11_t*, NetPeerGoneFn>& peerGones() {
-  static auto* m = new std::map<const ncclNet_v11_t*, NetPeerGoneFn>();
+std::map<const ncclNet_v11_t*, NetExtensions>& extensions() {
+  static auto* m = new std::map<const ncclNet_v11_t*, NetExtensions>();  // used at exit
   return *m;
 }
 
@@ -64,13 +60,7 @@ bool initNet(Net* n, std::string* why) {
     }
     n->devices.push_back(p);
   }
-  {
-    std::lock_guard<std::mutex> lk(pollFdMu());
-    auto it = pollFds().find(n->table);
-    if (it != pollFds().end()) n->pollFd = it->second;
-    auto gone = peerGones().find(n->table);
-    if (gone != peerGones().end()) n->peerGone = gone->second;
-  }
+  n->ext = netExtensions(n->table);
   return true;
 }
 
@@ -88,26 +78,15 @@ std::string describeDevices(const Net& n) {
 
 }  // namespace
 
-void registerNetPollFd(const ncclNet_v11_t* net, NetPollFdFn fn) {
-  std::lock_guard<std::mutex> lk(pollFdMu());
-  pollFds()[net] = fn;
+void registerNetExtensions(const ncclNet_v11_t* net, const NetExtensions& ext) {
+  std::lock_guard<std::mutex> lk(extensionsMu());
+  extensions()[net] = ext;
 }
 
-NetPollFdFn netPollFd(const ncclNet_v11_t* net) {
-  std::lock_guard<std::mutex> lk(pollFdMu());
-  auto it = pollFds().find(net);
-  return it == pollFds().end() ? nullptr : it->second;
-}
-
-void registerNetPeerGone(const ncclNet_v11_t* net, NetPeerGoneFn fn) {
-  std::lock_guard<std::mutex> lk(pollFdMu());
-  peerGones()[net] = fn;
-}
-
-NetPeerGoneFn netPeerGone(const ncclNet_v11_t* net) {
-  std::lock_guard<std::mutex> lk(pollFdMu());
-  auto it = peerGones().find(net);
-  return it == peerGones().end() ? nullptr : it->second;
+NetExtensions netExtensions(const ncclNet_v11_t* net) {
+  std::lock_guard<std::mutex> lk(extensionsMu());
+  auto it = extensions().find(net);
+  return it == extensions().end() ? NetExtensions{} : it->second;
 }
 
 NetRegistry& NetRegistry::get() {

@@ -35,8 +35,7 @@ struct Net {
   bool external = false;
   std::string library;      ///< external: the library's path as loaded
   std::vector<ncclNetProperties_v11_t> devices;
-  NetPollFdFn pollFd = nullptr;      ///< built-in nets may offer these (builtin_nets.h)
-  NetPeerGoneFn peerGone = nullptr;
+  NetExtensions ext;  ///< what a built-in net offers beyond the ABI (builtin_nets.h)
 };
 
 class NetRegistry {

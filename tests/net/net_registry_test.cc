@@ -1,7 +1,12 @@
 // NetRegistry: which network carries inter-host traffic (NCCL_NET, NCCL_NET_PLUGIN,
 // NCCL_IB_DISABLE), external plugins of our own loaded by path (v11 as is, v8 through
 // the adapter), fallbacks with a reason, and the Socket net through its table.
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -109,8 +114,67 @@ TEST(NetRegistry, SocketIsTheNetOfLastResort) {
   EXPECT_FALSE(net->external);
   ASSERT_EQ(net->devices.size(), 1u);
   EXPECT_TRUE(net->devices[0].ptrSupport & NCCL_PTR_HOST);
-  EXPECT_NE(net->pollFd, nullptr) << "the Socket net offers its descriptors to the proxy";
+  EXPECT_NE(net->ext.pollFd, nullptr) << "the Socket net offers its descriptors to the proxy";
   roundTrip(*net, {0, 1, 4096, 1 << 20, (8 << 20) + 3});
+}
+
+int openFds() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d)) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+// A connect given up half-way (the listener never takes it) releases its socket through
+// the Socket net's abandonConnect extension; NetConn calls it when it gives up.
+TEST(NetRegistry, AbandonedSocketConnectReleasesItsSocket) {
+  EnvGuard env;
+  env.set("NCCL_NET_PLUGIN", "none");
+  env.set("NCCL_SOCKET_IFNAME", "lo");
+  const Net* net = nullptr;
+  ASSERT_EQ(NetRegistry::get().select("Socket", &net), ncclSuccess);
+  ASSERT_NE(net->ext.abandonConnect, nullptr);
+  // A real handle, pointed at a listener whose backlog is full: the SYN goes
+  // unanswered, so connect() stays in progress.
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  void* listenComm = nullptr;
+  ASSERT_EQ(net->table->listen(net->ctx, 0, handle, &listenComm), ncclSuccess);
+  int clog = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(clog, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(clog, 0), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(getsockname(clog, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::vector<int> fillers;  // fill the accept queue (backlog 0 admits one)
+  for (int i = 0; i < 2; ++i) {
+    int f = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ::connect(f, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    fillers.push_back(f);
+  }
+  usleep(100 * 1000);
+  // The handle's address field (after magic and token) now names the clogged listener.
+  const std::string addr = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  std::memset(handle + 16, 0, 80);
+  std::memcpy(handle + 16, addr.c_str(), addr.size());
+  const int before = openFds();
+  void* comm = nullptr;
+  ASSERT_EQ(net->table->connect(net->ctx, 0, handle, &comm, nullptr), ncclSuccess);
+  if (comm) {
+    net->table->closeSend(comm);
+    GTEST_SKIP() << "the kernel completed the connect at once; nothing to abandon";
+  }
+  EXPECT_EQ(openFds(), before + 1) << "connect in progress holds one socket";
+  net->ext.abandonConnect(handle);
+  EXPECT_EQ(openFds(), before) << "abandonConnect closed it";
+  net->ext.abandonConnect(handle);  // twice is harmless
+  EXPECT_EQ(openFds(), before);
+  for (int f : fillers) ::close(f);
+  ::close(clog);
+  net->table->closeListen(listenComm);
 }
 
 TEST(NetRegistry, NamesAreCaseInsensitiveAndUnknownNamesFail) {

@@ -39,7 +39,8 @@ NetConn::NetConn(Dir dir, const Net* net, int dev, uint32_t nslots, uint64_t slo
 
 NetConn::~NetConn() {
   // The proxy has let go. Requests still posted belong to the comm we close now; the
-  // net frees them with it.
+  // net frees them with it. A connect still under way is given up.
+  if (connecting_ && net_->ext.abandonConnect) net_->ext.abandonConnect(handle_.data());
   closeComm();
   cuda_.reset();
   std::free(mem_);
@@ -176,6 +177,7 @@ void NetConn::fail(const std::string& why, bool local) {
       std::memory_order_acq_rel);
   // Close at once: the peer sees it (EOF, a QP error) instead of waiting on us.
   closeComm();
+  if (connecting_ && net_->ext.abandonConnect) net_->ext.abandonConnect(handle_.data());
   connecting_ = false;
   failed_.store(true, std::memory_order_release);
   if (!local)
@@ -246,10 +248,10 @@ bool NetConn::progressSend() {
     }
   }
   // Nothing in flight: a readable descriptor can only mean the receiver went away.
-  if (idle() && net_->peerGone && (revents & (POLLIN | POLLHUP | POLLERR))) {
+  if (idle() && net_->ext.peerGone && (revents & (POLLIN | POLLHUP | POLLERR))) {
     revents = 0;
     std::string why;
-    if (net_->peerGone(comm_, &why)) {
+    if (net_->ext.peerGone(comm_, &why)) {
       fail(why, false);
       return true;
     }
@@ -342,12 +344,12 @@ bool NetConn::waitsOnNet() const {
 void NetConn::pollSpec(int* fd, short* events, bool* ready) const {
   *fd = -1;
   *events = 0;
-  if (failed() || connecting_ || !comm_ || !net_->pollFd) return;
+  if (failed() || connecting_ || !comm_ || !net_->ext.pollFd) return;
   if (waitsOnNet()) {
-    *fd = net_->pollFd(comm_);
+    *fd = net_->ext.pollFd(comm_);
     *events = dir_ == Dir::kSend ? POLLOUT : POLLIN;
-  } else if (dir_ == Dir::kSend && net_->peerGone) {
-    *fd = net_->pollFd(comm_);  // to notice a receiver that went away
+  } else if (dir_ == Dir::kSend && net_->ext.peerGone) {
+    *fd = net_->ext.pollFd(comm_);  // to notice a receiver that went away
     *events = POLLIN;
   }
   if (*fd == kNetPollReady) {
@@ -359,7 +361,7 @@ void NetConn::pollSpec(int* fd, short* events, bool* ready) const {
 bool NetConn::needsPolling() const {
   if (failed()) return false;
   if (connecting_ || !comm_) return true;
-  if (waitsOnNet() && net_->pollFd == nullptr) return true;
+  if (waitsOnNet() && net_->ext.pollFd == nullptr) return true;
   // Otherwise the executor's side of the FIFO: the doorbell tells, if it has one.
   return hdr_->hasDoorbell == 0;
 }

@@ -246,7 +246,12 @@ const ncclNet_v11_t* ibNet() {
   if (!ib::ibvApi()) return nullptr;
   static const ncclNet_v11_t table = makeTable();
   static std::once_flag once;
-  std::call_once(once, [] { registerNetPollFd(&table, ibPollFd); });
+  std::call_once(once, [] {
+    NetExtensions ext;
+    ext.pollFd = ibPollFd;
+    ext.abandonConnect = ib::abandonConnect;
+    registerNetExtensions(&table, ext);
+  });
   return &table;
 }
 

@@ -161,6 +161,17 @@ ncclResult_t ibConnectStep(const IbDevice* dev, int trafficClass, const IbHandle
   return ncclSuccess;
 }
 
+void abandonConnect(void* handle) {
+  const auto* h = static_cast<const IbHandle*>(handle);
+  if (h->magic != kHandleMagic) return;
+  std::unique_ptr<Connecting> c;  // destroyed (socket, QPs) outside the lock
+  std::lock_guard<std::mutex> lock(gConnectingMu);
+  auto it = gConnecting.find(h->token);
+  if (it == gConnecting.end()) return;
+  c = std::move(it->second);
+  gConnecting.erase(it);
+}
+
 // A connection the receiver is accepting.
 struct IbListenComm::Pending {
   Socket sock;

@@ -57,6 +57,8 @@ class IbListenComm {
 /// pass the same handle again in any buffer.
 ncclResult_t ibConnectStep(const IbDevice* dev, int trafficClass, const IbHandle* handle,
                            IbComm** comm);
+/// Drops the unfinished connection to `handle` (an IbHandle), if there is one.
+void abandonConnect(void* handle);
 
 }  // namespace ib
 }  // namespace braid

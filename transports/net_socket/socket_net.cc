@@ -9,7 +9,7 @@
 //            comm (at most NCCL_NET_MAX_REQUESTS) and move, in posting order, whenever
 //            test() is called on any of them; a receive completes with the size the
 //            sender sent, which must fit the posted buffer.
-// The proxy sleeps in poll() on a comm's socket (registerNetPollFd).
+// The proxy sleeps in poll() on a comm's socket (NetExtensions::pollFd).
 #include <endian.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -454,6 +454,15 @@ ncclResult_t sFinalize(void*) { return ncclSuccess; }
 
 int sPollFd(void* comm) { return static_cast<Comm*>(comm)->fd; }
 
+void sAbandonConnect(void* handle) {
+  auto* h = static_cast<SocketHandle*>(handle);
+  auto* st = static_cast<ConnectStage*>(h->stage);
+  if (!st) return;
+  closeFd(&st->fd);
+  delete st;
+  h->stage = nullptr;
+}
+
 // A receiver never writes: readable means EOF or a reset.
 bool sPeerGone(void* comm, std::string* why) {
   auto* c = static_cast<Comm*>(comm);
@@ -501,8 +510,11 @@ const ncclNet_v11_t* socketNet() {
   }();
   static std::once_flag once;
   std::call_once(once, [] {
-    registerNetPollFd(&table, sPollFd);
-    registerNetPeerGone(&table, sPeerGone);
+    NetExtensions ext;
+    ext.pollFd = sPollFd;
+    ext.peerGone = sPeerGone;
+    ext.abandonConnect = sAbandonConnect;
+    registerNetExtensions(&table, ext);
   });
   return &table;
 }

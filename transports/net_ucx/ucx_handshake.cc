@@ -115,6 +115,12 @@ ncclResult_t UcxConnector::connect(UcxWorker* worker, UcxHandle* handle, UcxComm
   return res;
 }
 
+void UcxConnector::abandon(UcxHandle* handle) {
+  if (handle->magic != kHandleMagic || !handle->pending) return;
+  delete handle->pending;
+  handle->pending = nullptr;
+}
+
 ncclResult_t UcxConnector::start() {
   const char* where = where_.c_str();
   int fd = ::socket(target_.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

@@ -61,6 +61,8 @@ class UcxConnector {
   /// connect() of the net: checks the handle, keeps the handshake under way in
   /// handle->pending between calls, sets *comm once connected. Never blocks.
   static ncclResult_t connect(UcxWorker* worker, UcxHandle* handle, UcxComm** comm);
+  /// Drops a handshake given up before connect() returned a comm.
+  static void abandon(UcxHandle* handle);
 
  private:
   UcxConnector(UcxWorker* worker, const UcxHandle& handle);

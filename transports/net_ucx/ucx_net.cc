@@ -254,7 +254,14 @@ ncclNet_v11_t makeTable() {
 
 const ncclNet_v11_t* ucxNet() {
   static const ncclNet_v11_t table = makeTable();
-  return ucxApi() ? &table : nullptr;
+  if (!ucxApi()) return nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    NetExtensions ext;
+    ext.abandonConnect = [](void* handle) { UcxConnector::abandon(static_cast<UcxHandle*>(handle)); };
+    registerNetExtensions(&table, ext);
+  });
+  return &table;
 }
 
 }  // namespace braid
