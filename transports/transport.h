@@ -72,9 +72,11 @@ class ConnResource {
   /// Called by the executor when it has waited a while on this connection: returns
   /// ncclSuccess if the peer is still there, else an error (and sets *why).
   virtual ncclResult_t checkPeer(std::string* why) { (void)why; return ncclSuccess; }
-  /// Send ends: whether everything published has left this process (a proxy may still
-  /// be handing it to the network after the op completed), or never will (broken).
-  /// Teardown waits for all ends under one deadline (Comm::drainSends) before destroying them.
+  /// Whether this end has finished with its peer: for a send end, everything published
+  /// has left this process (a proxy may still be handing it to the network after the
+  /// op completed) or never will (broken); transports may add a closing handshake.
+  /// Teardown waits for all ends under one deadline (Comm::drainConnections) before
+  /// destroying them.
   virtual bool drained() { return true; }
 };
 

@@ -1,8 +1,10 @@
 #include "src/core/comm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <vector>
 
 #include <unistd.h>
 
@@ -20,13 +22,21 @@ Comm::~Comm() {
   forgetErrors(this);
 }
 
-void Comm::drainSends() {
+void Comm::drainConnections() {
   using Clock = std::chrono::steady_clock;
   const int timeoutMs = settings.bootstrapTimeoutMs < 0 ? 60000 : settings.bootstrapTimeoutMs;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeoutMs);
-  for (const auto& kv : sends) {
-    ConnResource* r = kv.second.res.get();
-    while (r && !r->drained() && Clock::now() < deadline) usleep(100);
+  // Round robin: every end's last steps (a flush, goodbyes) run at the same time.
+  std::vector<ConnResource*> left;
+  for (const auto& kv : sends)
+    if (kv.second.res) left.push_back(kv.second.res.get());
+  for (const auto& kv : recvs)
+    if (kv.second.res) left.push_back(kv.second.res.get());
+  for (;;) {
+    left.erase(std::remove_if(left.begin(), left.end(), [](ConnResource* r) { return r->drained(); }),
+               left.end());
+    if (left.empty() || Clock::now() >= deadline) return;
+    usleep(100);
   }
 }
 
@@ -45,7 +55,7 @@ void Comm::releaseResources() {
   // One-sided state first (its agent entry points at this comm), then connections (they
   // may reference proxy state), then the bootstrap.
   rma.reset();
-  if (!abortFlag.load()) drainSends();
+  if (!abortFlag.load()) drainConnections();
   sends.clear();
   recvs.clear();
   bootstrap.reset();

@@ -166,10 +166,11 @@ struct Comm : public ConnTable {
   ncclResult_t fatal(ncclResult_t code);
   /// "rank 1 of 4" for messages.
   std::string who() const;
-  /// Before connections are dropped: waits until every send end has handed what it
-  /// published to its transport (ConnResource::drained), one deadline for all (the
-  /// bootstrap timeout; 60 s when that is unbounded).
-  void drainSends();
+  /// Before connections are dropped: waits until every end has finished (a send end
+  /// handed what it published to its transport, ends said goodbye:
+  /// ConnResource::drained), one deadline for all (the bootstrap timeout; 60 s when
+  /// that is unbounded).
+  void drainConnections();
 
   /// Releases everything (connections, bootstrap, caches) and marks the handle dead;
   /// the small shell stays in a bounded quarantine, so a later call with this stale

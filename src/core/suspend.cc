@@ -46,7 +46,7 @@ void releaseMemory(Comm* c) {
     c->devRecvs.clear();
     c->device.reset();  // made again by the next op on device buffers
   }
-  c->drainSends();
+  c->drainConnections();
   c->sends.clear();
   c->recvs.clear();
   c->planCache.clear();

@@ -1,6 +1,7 @@
 // The net transport over the Socket net (BRAID_TRANSPORT=socket): TCP connections
 // progressed by the proxy thread, in one process and across fork().
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <memory>
 #include <thread>
@@ -192,7 +193,39 @@ TEST(NetSocketTransport, EveryByteArrivesAcrossFork) {
   EXPECT_EQ(waitChild(child), 0);
 }
 
+// The sender's process dies (no teardown, so no goodbye): the receiver notices the
+// closed socket.
 TEST(NetSocketTransport, CheckPeerReportsAnExitedSender) {
+  PeerInfo r0 = makePeer(0), r1 = makePeer(1);
+  ConnectContext rctx = sockCtx(&r1, &r0, 2, 1024);
+  RecvSide recv;
+  ConnDescriptor d;
+  ASSERT_EQ(net().setupRecv(rctx, &recv, &d), ncclSuccess);
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  pid_t child = forkChild([&] {
+    PeerInfo c0 = makePeer(0, 1, 2, int(getpid()));
+    auto* send = new SendSide;  // never destroyed: the process just ends
+    if (net().connectSend(sockCtx(&c0, &r1, 2, 1024), d, send) != ncclSuccess) return 2;
+    char b;
+    return readFull(go[0], &b, 1) ? 0 : 3;  // connected: the parent says so
+  });
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(net().finishRecv(rctx, &recv), ncclSuccess);
+  ASSERT_TRUE(writeFull(go[1], "x", 1));
+  std::string why;
+  EXPECT_EQ(waitPeerFailure(recv.res.get(), &why, 10000), ncclRemoteError);
+  EXPECT_NE(why.find("net connection from rank 0 (Socket net"), std::string::npos) << why;
+  EXPECT_NE(why.find("peer closed the connection"), std::string::npos) << why;
+  EXPECT_EQ(recv.fifo.closed(), uint32_t(kFifoSenderAborted));  // the executor sees it too
+  EXPECT_EQ(waitChild(child), 0);
+  close(go[0]);
+  close(go[1]);
+}
+
+// The sender closes its end properly: its goodbyes complete the receives the receiver
+// had posted, and a receiver still waiting for data learns that none will come.
+TEST(NetSocketTransport, ClosedSenderSaysGoodbye) {
   PeerInfo r0 = makePeer(0), r1 = makePeer(1);
   ConnectContext rctx = sockCtx(&r1, &r0, 2, 1024);
   RecvSide recv;
@@ -200,7 +233,7 @@ TEST(NetSocketTransport, CheckPeerReportsAnExitedSender) {
   ASSERT_EQ(net().setupRecv(rctx, &recv, &d), ncclSuccess);
   pid_t child = forkChild([&] {
     PeerInfo c0 = makePeer(0, 1, 2, int(getpid()));
-    SendSide send;
+    SendSide send;  // destroyed on return: flush, then the goodbyes
     return net().connectSend(sockCtx(&c0, &r1, 2, 1024), d, &send) == ncclSuccess ? 0 : 2;
   });
   ASSERT_GT(child, 0);
@@ -208,8 +241,9 @@ TEST(NetSocketTransport, CheckPeerReportsAnExitedSender) {
   std::string why;
   EXPECT_EQ(waitPeerFailure(recv.res.get(), &why, 10000), ncclRemoteError);
   EXPECT_NE(why.find("net connection from rank 0 (Socket net"), std::string::npos) << why;
-  EXPECT_NE(why.find("peer closed the connection"), std::string::npos) << why;
-  EXPECT_EQ(recv.fifo.closed(), uint32_t(kFifoSenderAborted));  // the executor sees it too
+  EXPECT_NE(why.find("closed its end"), std::string::npos) << why;
+  EXPECT_TRUE(recv.res->drained()) << "the goodbyes completed every posted receive";
+  EXPECT_EQ(recv.fifo.closed(), uint32_t(kFifoOpen)) << "data before a goodbye stays readable";
   EXPECT_EQ(waitChild(child), 0);
 }
 

@@ -270,6 +270,9 @@ bool NetConn::progressSend() {
     hdr_->head.store(done_, std::memory_order_release);
     moved = true;
   }
+  if (goodbyeWanted_.load(std::memory_order_acquire) && posted_ == tail && done_ == posted_ &&
+      established_.load(std::memory_order_acquire))
+    return progressGoodbye() || moved;
   while (posted_ < tail && posted_ - done_ < uint64_t(inflight_)) {
     const uint64_t slot = posted_ % nslots_;
     void* req = nullptr;
@@ -287,6 +290,38 @@ bool NetConn::progressSend() {
   return moved;
 }
 
+bool NetConn::progressGoodbye() {
+  if (goodbyeDone_.load(std::memory_order_relaxed)) return false;
+  const ncclNet_v11_t* t = net_->table;
+  bool moved = false;
+  auto giveUp = [&](const char* call, ncclResult_t r) {
+    // The receiver may have closed first: no error for a finished connection.
+    BRAID_INFO(kLogNet, "%s net: goodbye to rank %d not delivered: %s", net_->name.c_str(),
+               peerRank_, netError(call, r).c_str());
+    goodbyeDone_.store(true, std::memory_order_release);
+    return true;
+  };
+  if (goodbyeReqs_.empty()) goodbyeReqs_.assign(size_t(inflight_), nullptr);
+  while (goodbyesPosted_ < inflight_) {
+    void* req = nullptr;
+    ncclResult_t r = t->isend(comm_, data_, 0, 0, mhandle_, nullptr, &req);
+    if (r != ncclSuccess) return giveUp("isend of a goodbye", r);
+    if (!req) break;
+    goodbyeReqs_[size_t(goodbyesPosted_++)] = req;
+    moved = true;
+  }
+  while (goodbyesDone_ < goodbyesPosted_) {
+    int done = 0, size = 0;
+    ncclResult_t r = t->test(goodbyeReqs_[size_t(goodbyesDone_)], &done, &size);
+    if (r != ncclSuccess) return giveUp("test of a goodbye", r);
+    if (!done) break;
+    ++goodbyesDone_;
+    moved = true;
+  }
+  if (goodbyesDone_ == inflight_) goodbyeDone_.store(true, std::memory_order_release);
+  return moved;
+}
+
 bool NetConn::progressRecv() {
   bool moved = false;
   const ncclNet_v11_t* t = net_->table;
@@ -299,14 +334,21 @@ bool NetConn::progressRecv() {
       return true;
     }
     if (!done) break;
-    // Senders never send empty slots: an empty one would read as "no data" forever.
-    if (size <= 0 || uint64_t(size) > slotBytes_) {
-      fail("protocol error: a message of " + std::to_string(size) + " bytes for a slot of " +
-               std::to_string(slotBytes_),
+    req = nullptr;
+    if (size == 0) {  // a goodbye: the sender is closing; its data all came before
+      ++done_;
+      peerSaidGoodbye_ = true;
+      moved = true;
+      continue;
+    }
+    // Senders never send empty data slots: an empty one would read as "no data".
+    if (size < 0 || uint64_t(size) > slotBytes_ || peerSaidGoodbye_) {
+      fail(peerSaidGoodbye_ ? std::string("protocol error: data after the sender's goodbye")
+                            : "protocol error: a message of " + std::to_string(size) +
+                                  " bytes for a slot of " + std::to_string(slotBytes_),
            false);
       return true;
     }
-    req = nullptr;
     SlotInfo& s = slots_[done_ % nslots_];
     s.bytes = uint64_t(size);
     s.direct = 0;
@@ -314,9 +356,10 @@ bool NetConn::progressRecv() {
     hdr_->tail.store(done_, std::memory_order_release);  // publish the slot
     moved = true;
   }
+  if (peerSaidGoodbye_ && done_ == posted_) goodbyeDone_.store(true, std::memory_order_release);
   const uint64_t head = hdr_->head.load(std::memory_order_acquire);  // executor's consumption
   seenHead_ = head;
-  while (posted_ - head < nslots_ && posted_ - done_ < uint64_t(inflight_)) {
+  while (!peerSaidGoodbye_ && posted_ - head < nslots_ && posted_ - done_ < uint64_t(inflight_)) {
     void* buf = data_ + (posted_ % nslots_) * slotBytes_;
     size_t size = size_t(slotBytes_);
     int tag = 0;
@@ -337,6 +380,7 @@ bool NetConn::progressRecv() {
 
 bool NetConn::waitsOnNet() const {
   if (helloToSend_ || helloReq_ || done_ < posted_) return true;
+  if (goodbyesDone_ < goodbyesPosted_) return true;
   // A send the net could not take yet (e.g. no receive posted by the peer).
   return dir_ == Dir::kSend && posted_ < seenTail_;
 }

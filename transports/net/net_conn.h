@@ -7,6 +7,13 @@
 // sender's. Up to `inflight` messages are posted per direction; nets complete them in
 // posting order.
 //
+// Goodbye: receives stay posted between operations (the FIFO is a stream), but some
+// plugins refuse or leak a receive comm closed with receives posted. So at teardown,
+// once everything published has been sent, the sender sends `inflight` empty messages
+// (data slots are never empty): each completes one of the receiver's posted receives,
+// and the receiver posts no more once it has seen one. Both ends' teardowns wait a
+// moment for this (NetResource::drained).
+//
 // Life: the transport creates it (FIFO allocated, registered for the GPU in device
 // mode), sets it up (the receive side accepts and checks the sender's hello on the
 // setup thread; the send side leaves connecting to the proxy, which must not block the
@@ -78,6 +85,18 @@ class NetConn {
   /// Send side: connected, and every published slot has been sent (its request
   /// completed).
   bool sendFlushed() const;
+  /// Send side, at teardown: once flushed, send the goodbyes (see above).
+  void requestGoodbye() {
+    if (goodbyeWanted_.exchange(true, std::memory_order_acq_rel)) return;
+    fifoRingDoorbell(hdr_);  // a sleeping proxy would not look for it
+  }
+  /// Receive side: the sender said goodbye (it closed its end properly).
+  bool peerClosed() const {
+    return dir_ == Dir::kRecv && goodbyeDone_.load(std::memory_order_acquire);
+  }
+  /// Send side: the goodbyes went out; receive side: they came (nothing is posted any
+  /// more). Or the connection failed.
+  bool goodbyeDone() const { return goodbyeDone_.load(std::memory_order_acquire) || failed(); }
 
   // ---- proxy thread only ----
   /// Moves what it can; returns true if anything happened.
@@ -100,6 +119,7 @@ class NetConn {
  private:
   bool progressConnect();
   bool progressSend();
+  bool progressGoodbye();
   bool progressRecv();
   void fail(const std::string& why, bool local);
   void closeComm();
@@ -138,6 +158,12 @@ class NetConn {
   uint64_t seenHead_ = 0;     ///< receive: the FIFO head progress() last saw
 
   std::atomic<bool> established_{false};  ///< connected and the hello delivered
+  std::atomic<bool> goodbyeWanted_{false};
+  std::atomic<bool> goodbyeDone_{false};
+  std::vector<void*> goodbyeReqs_;  ///< send side: the goodbyes' requests
+  int goodbyesPosted_ = 0;
+  int goodbyesDone_ = 0;
+  bool peerSaidGoodbye_ = false;  ///< receive side: no more receives to post
   std::atomic<bool> failed_{false};
   bool failedLocally_ = false;
   std::string reason_;

@@ -94,9 +94,9 @@ class NetResource : public ConnResource {
     if (listenComm) conn_->net()->table->closeListen(listenComm);
     // A copy inherited through fork() was never registered with the child's proxy.
     if (!registered_ || registeredBy_ != getpid()) return;
-    // A comm's teardown waited for drained() (all its sends under one deadline);
-    // otherwise (a resource used on its own) wait here, within this end's bound.
-    if (!drainAsked_) {
+    // A comm's teardown waited for drained() (all its ends under one deadline);
+    // otherwise (a send end used on its own) wait here, within this end's bound.
+    if (!drainAsked_ && conn_->dir() == NetConn::Dir::kSend) {
       const int64_t deadline = monotonicMs() + flushTimeoutMs;
       while (!drained() && monotonicMs() < deadline) usleep(100);
     }
@@ -104,11 +104,19 @@ class NetResource : public ConnResource {
   }
   // A send is complete once its bytes are in our FIFO; the peer may still be receiving
   // them: drained once the proxy handed everything to the net, or the connection broke.
+  // Then the goodbyes (net_conn.h): sent by the send end, awaited by the receive end,
+  // for kGoodbyeMs at most (the peer may have closed already or be catching up; without
+  // them the receive comm closes with receives posted).
   bool drained() override {
     drainAsked_ = true;
-    if (!registered_ || registeredBy_ != getpid() || conn_->dir() != NetConn::Dir::kSend)
-      return true;
-    return conn_->sendFlushed() || conn_->failed();
+    if (!registered_ || registeredBy_ != getpid() || conn_->failed()) return true;
+    const bool send = conn_->dir() == NetConn::Dir::kSend;
+    if (send && !conn_->sendFlushed()) return false;
+    if (goodbyeSinceMs_ < 0) {
+      goodbyeSinceMs_ = monotonicMs();
+      if (send) conn_->requestGoodbye();
+    }
+    return conn_->goodbyeDone() || monotonicMs() - goodbyeSinceMs_ > kGoodbyeMs;
   }
   NetConn* conn() const { return conn_.get(); }
   void registerWithProxy() {
@@ -118,6 +126,14 @@ class NetResource : public ConnResource {
   }
 
   ncclResult_t checkPeer(std::string* why) override {
+    if (conn_->peerClosed() && !conn_->failed()) {
+      // Asked because the executor waits on this connection: nothing more will come.
+      if (why)
+        *why = "net connection from rank " + std::to_string(conn_->peerRank()) + " (" +
+               conn_->peerDesc() + "): the peer closed its end (its communicator was "
+               "destroyed or suspended) while this rank still expects data from it";
+      return ncclRemoteError;
+    }
     if (!conn_->failed() || conn_->failedLocally()) return ncclSuccess;
     if (why)
       *why = "net connection " + std::string(conn_->dir() == NetConn::Dir::kSend ? "to" : "from") +
@@ -133,6 +149,8 @@ class NetResource : public ConnResource {
   std::shared_ptr<NetConn> conn_;
   bool registered_ = false;
   bool drainAsked_ = false;
+  int64_t goodbyeSinceMs_ = -1;
+  static constexpr int64_t kGoodbyeMs = 200;
   pid_t registeredBy_ = 0;
 };
 

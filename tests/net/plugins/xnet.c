@@ -221,6 +221,11 @@ static ncclResult_t xPost(struct xComm* c, void* data, size_t size, void** reque
 static ncclResult_t xCloseComm(void* comm) {
   struct xComm* c = comm;
   if (!c) return ncclSuccess;
+  /* Like plugins that cannot close with requests posted (aws-ofi-nccl), say so. */
+  unsigned open = 0;
+  for (unsigned i = c->head; i != c->tail; i++)
+    if (!c->reqs[i % XNET_MAX_REQS].freed) open++;
+  if (open) XWARN("X net plugin: comm closed with %u requests still posted", open);
   close(c->fd);
   free(c);
   /* NCCL_INIT too, so that NCCL_DEBUG=INFO shows it with the default NCCL_DEBUG_SUBSYS. */
