@@ -266,12 +266,15 @@ ncclResult_t IbComm::progress() {
             ++fifoArrived_;
           } else {
             const uint32_t imm = ntohl(wc.imm_data);
-            const uint32_t slot = imm / kMaxRecvs, entry = imm % kMaxRecvs;
-            IbRequest& r = reqs_[slot % kSlots][0];
-            if (slot >= uint32_t(kSlots) || !r.used || r.partsLeft <= 0 ||
-                int(entry) >= r.nreqs)
+            IbRequest& r = reqs_[qpSlot_[low] % kSlots][0];
+            if (!r.used || r.partsLeft <= 0 || (r.nreqs > 1 && int(imm) >= r.nreqs))
               return fail(ncclInternalError, where() + ": data arrived for no posted receive");
+            if (r.nreqs == 1) r.size += imm;  // a part's size; else the entry it is for
             --r.partsLeft;
+            if (++qpCount_[low] == r.nreqs) {
+              qpCount_[low] = 0;
+              ++qpSlot_[low];
+            }
           }
           BRAID_CHECK(postRecvs(int(low), 1));
           break;
@@ -352,8 +355,9 @@ ncclResult_t IbComm::isend(void* data, size_t size, int tag, IbMr* mr, IbRequest
     return setError(ncclInvalidArgument, nullptr,
                     "%s: isend buffer %p (%zu bytes) is not inside its registered region",
                     where().c_str(), data, size);
-  // QP 0 carries the size first: RC writes land in order, so the receiver finds the size
-  // in its table once QP 0's data part has arrived.
+  // Multi-buffer: QP 0 carries the size first (RC writes land in order, so the receiver
+  // finds it in its table once QP 0's data part has arrived).
+  const bool multi = n > 1;
   ctl_->sizes[slot][i] = uint32_t(size);
   ibv_sge sizeSge{};
   sizeSge.addr = reinterpret_cast<uintptr_t>(&ctl_->sizes[slot][i]);
@@ -383,11 +387,12 @@ ncclResult_t IbComm::isend(void* data, size_t size, int tag, IbMr* mr, IbRequest
     wr.num_sge = len ? 1 : 0;
     wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
     wr.send_flags = IBV_SEND_SIGNALED;
-    wr.imm_data = htonl(uint32_t(slot * kMaxRecvs + i));
+    wr.imm_data = htonl(multi ? uint32_t(i) : uint32_t(len));
     wr.wr.rdma.remote_addr = e.addr + off;
     wr.wr.rdma.rkey = e.rkey;
-    if (q == 0) sizeWr.next = &wr;
-    int rc = ibv_post_send(qps_[q], q == 0 ? &sizeWr : &wr, &bad);
+    const bool withSize = multi && q == 0;
+    if (withSize) sizeWr.next = &wr;
+    int rc = ibv_post_send(qps_[q], withSize ? &sizeWr : &wr, &bad);
     if (rc != 0) return fail(ncclSystemError, where() + ": ibv_post_send failed: " + strerror(rc));
   }
   r.comm = this;
@@ -469,7 +474,7 @@ ncclResult_t IbComm::test(IbRequest* r, int* done, int* sizes) {
   if (r->partsLeft > 0) return checkPeer();
   *done = 1;
   if (sizes) {
-    if (isSend_) {
+    if (isSend_ || r->nreqs == 1) {
       sizes[0] = int(r->size);
     } else {
       std::atomic_signal_fence(std::memory_order_acquire);  // see isend

@@ -7,11 +7,14 @@
 //    the receive completion (which also guarantees the entries are wholly in memory,
 //    which a plain write polled in memory would not);
 //  - the sender's isend waits (request NULL) for its slot, takes the first entry not yet
-//    sent whose tag matches, RDMA WRITEs the message's size into the receiver's size
-//    table (QP 0), then RDMA WRITEs WITH IMMEDIATE the data straight into the receiver's
-//    buffer, one part on every QP (parts may be empty); each immediate names the slot
-//    and the entry. The slot is done once all n entries were sent;
-//  - the receiver's request completes when every part of every entry has arrived; the
+//    sent whose tag matches and RDMA WRITEs WITH IMMEDIATE the data straight into the
+//    receiver's buffer, one part on every QP (parts may be empty). A single-buffer
+//    request's immediates carry the part sizes; in a multi-buffer one they name the
+//    entry, and an RDMA WRITE of the message's size into the receiver's size table goes
+//    first on QP 0. The slot is done once all n entries were sent, so on every QP the
+//    parts of one slot arrive before the next slot's (RC keeps a QP's order): the
+//    receiver counts n completions per slot and QP;
+//  - the receiver's request completes when every part of every entry has arrived; a
 //    size write went before the data on QP 0, so the sizes are in memory by then.
 // The TCP socket used for setup stays open: a peer that dies closes it, which ends
 // requests that would otherwise wait for ever, and TCP keepalive covers a host that
@@ -85,7 +88,7 @@ struct IbRequest {
   int partsLeft = 0;  ///< completions still to come
   int slot = 0;       ///< FIFO slot
   int nreqs = 1;      ///< receiver: buffers of this request
-  uint64_t size = 0;  ///< sender: bytes sent
+  uint64_t size = 0;  ///< bytes sent (sender), received (receiver, single buffer)
 };
 
 class IbComm {
@@ -151,6 +154,8 @@ class IbComm {
   uint64_t fifoArrived_ = 0;  // sender: FIFO slots received
   uint64_t fifoPosted_ = 0;   // receiver: FIFO writes posted / completed
   uint64_t fifoDone_ = 0;
+  uint64_t qpSlot_[kMaxQps] = {};  // receiver: slots whose parts all came, per QP
+  int qpCount_[kMaxQps] = {};      // receiver: parts of the next slot seen, per QP
   ncclResult_t failed_ = ncclSuccess;
   std::string failMessage_;
   int64_t nextPeerCheckMs_ = 0;
