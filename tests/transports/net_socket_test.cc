@@ -242,7 +242,6 @@ TEST(NetSocketTransport, ClosedSenderSaysGoodbye) {
   EXPECT_EQ(waitPeerFailure(recv.res.get(), &why, 10000), ncclRemoteError);
   EXPECT_NE(why.find("net connection from rank 0 (Socket net"), std::string::npos) << why;
   EXPECT_NE(why.find("closed its end"), std::string::npos) << why;
-  EXPECT_TRUE(recv.res->drained()) << "the goodbyes completed every posted receive";
   EXPECT_EQ(recv.fifo.closed(), uint32_t(kFifoOpen)) << "data before a goodbye stays readable";
   EXPECT_EQ(waitChild(child), 0);
 }

@@ -11,8 +11,8 @@
 // plugins refuse or leak a receive comm closed with receives posted. So at teardown,
 // once everything published has been sent, the sender sends `inflight` empty messages
 // (data slots are never empty): each completes one of the receiver's posted receives,
-// and the receiver posts no more once it has seen one. Both ends' teardowns wait a
-// moment for this (NetResource::drained).
+// and the receiver posts no more once it has seen one. Teardown waits a moment for
+// this (NetResource::drained: the send end, and a plugin's receive end).
 //
 // Life: the transport creates it (FIFO allocated, registered for the GPU in device
 // mode), sets it up (the receive side accepts and checks the sender's hello on the
