@@ -32,6 +32,10 @@ void Comm::drainConnections() {
     if (kv.second.res) left.push_back(kv.second.res.get());
   for (const auto& kv : recvs)
     if (kv.second.res) left.push_back(kv.second.res.get());
+  for (const auto& kv : devSends)
+    if (kv.second.res) left.push_back(kv.second.res.get());
+  for (const auto& kv : devRecvs)
+    if (kv.second.res) left.push_back(kv.second.res.get());
   for (;;) {
     left.erase(std::remove_if(left.begin(), left.end(), [](ConnResource* r) { return r->drained(); }),
                left.end());
@@ -44,18 +48,23 @@ void Comm::releaseResources() {
   if (initThread.joinable()) initThread.join();
   // Device work first: finished (destroy) or stopped (abort) before its connections,
   // images and control words go.
-  if (device || !devSends.empty() || !devRecvs.empty()) {
+  const bool deviceState = device || !devSends.empty() || !devRecvs.empty();
+  if (device) {
     cudart::DeviceScope scope;  // the caller's device again afterwards
     (void)scope.enter(cudaDev);
-    if (device) device->shutdown(abortFlag.load() || asyncError.load() != ncclSuccess);
+    device->shutdown(abortFlag.load() || asyncError.load() != ncclSuccess);
+  }
+  // One-sided state first (its agent entry points at this comm), then connections (they
+  // may reference proxy state; host and device ends drain together), then the bootstrap.
+  rma.reset();
+  if (!abortFlag.load()) drainConnections();
+  if (deviceState) {
+    cudart::DeviceScope scope;
+    (void)scope.enter(cudaDev);
     devSends.clear();
     devRecvs.clear();
     device.reset();
   }
-  // One-sided state first (its agent entry points at this comm), then connections (they
-  // may reference proxy state), then the bootstrap.
-  rma.reset();
-  if (!abortFlag.load()) drainConnections();
   sends.clear();
   recvs.clear();
   bootstrap.reset();

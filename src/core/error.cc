@@ -27,6 +27,13 @@ CommErrors& commErrors() {
 
 }  // namespace
 
+KeepThreadError::KeepThreadError() {
+  static_assert(sizeof(saved_) == kMsgBytes, "the whole message is kept");
+  memcpy(saved_, tlsLastError, kMsgBytes);
+}
+
+KeepThreadError::~KeepThreadError() { memcpy(tlsLastError, saved_, kMsgBytes); }
+
 ncclResult_t setError(ncclResult_t code, Comm* comm, const char* fmt, ...) {
   char msg[kMsgBytes];
   va_list ap;

@@ -26,6 +26,19 @@ const char* lastError(Comm* comm);
 /// Drop a destroyed communicator's message.
 void forgetErrors(Comm* comm);
 
+/// Keeps this thread's last error as it was across work done for others (an executor
+/// progressing other communicators' network connections): restored on destruction.
+class KeepThreadError {
+ public:
+  KeepThreadError();
+  ~KeepThreadError();
+  KeepThreadError(const KeepThreadError&) = delete;
+  KeepThreadError& operator=(const KeepThreadError&) = delete;
+
+ private:
+  char saved_[1024];
+};
+
 }  // namespace braid
 
 #define BRAID_CHECK(expr)                                                             \

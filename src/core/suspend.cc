@@ -38,6 +38,7 @@ uint64_t connectionBytes(const Comm* c) {
 
 /// Drops what the communicator made on first use (execMutex held, no work running).
 void releaseMemory(Comm* c) {
+  c->drainConnections();  // host and device ends (device work is done: suspend drained)
   if (c->device || !c->devSends.empty() || !c->devRecvs.empty()) {
     cudart::DeviceScope scope;  // the caller's device again afterwards
     (void)scope.enter(c->cudaDev);
@@ -46,7 +47,6 @@ void releaseMemory(Comm* c) {
     c->devRecvs.clear();
     c->device.reset();  // made again by the next op on device buffers
   }
-  c->drainConnections();
   c->sends.clear();
   c->recvs.clear();
   c->planCache.clear();

@@ -22,6 +22,12 @@ class ProgressAssist {
   /// Moves what it can; true if anything happened. Must not block.
   using HelpFn = bool (*)();
   static void registerEngine(HelpFn fn) { fn_.store(fn, std::memory_order_release); }
+  /// In a child of fork(): no engine, and no executor is waiting (those threads were
+  /// not copied).
+  static void resetInForkChild() {
+    fn_.store(nullptr, std::memory_order_relaxed);
+    waiting_.store(0, std::memory_order_relaxed);
+  }
   /// Executors inside a wait loop now.
   static int waiting() { return waiting_.load(std::memory_order_relaxed); }
   /// Counts wait loops entered: the engine compares it to tell that executors came

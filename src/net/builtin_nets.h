@@ -22,11 +22,12 @@ const ncclNet_v11_t* ucxNet();
 /// Optional Braid extensions a built-in net registers for its table (the ncclNet ABI
 /// has no room for them; external plugins have none and get the plain behaviour).
 struct NetExtensions {
-  /// A file descriptor that becomes readable when a comm may progress (the proxy then
-  /// sleeps in poll() on it instead of napping); -1 when the comm has none. Called only
-  /// when the proxy is about to sleep, so it may arm the descriptor (e.g. request a
-  /// completion event); returns kNetPollReady when the comm can move now.
-  int (*pollFd)(void* comm) = nullptr;
+  /// A file descriptor that becomes ready (*events: what to poll for) when a comm may
+  /// progress (the proxy then sleeps in poll() on it instead of napping); -1 when the
+  /// comm has none (the proxy naps). Called only when the proxy is about to sleep, so
+  /// it may arm the descriptor (e.g. request a completion event); returns
+  /// kNetPollReady when the comm can move now.
+  int (*pollFd)(void* comm, short* events) = nullptr;
   /// Whether the peer of a comm with nothing in flight is gone (called when its poll fd
   /// became readable; non-blocking); sets *why when it returns true. Lets a sender with
   /// nothing to send learn that its receiver died.

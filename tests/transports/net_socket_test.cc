@@ -224,7 +224,8 @@ TEST(NetSocketTransport, CheckPeerReportsAnExitedSender) {
 }
 
 // The sender closes its end properly: its goodbyes complete the receives the receiver
-// had posted, and a receiver still waiting for data learns that none will come.
+// had posted, so its socket closing afterwards is no failure (without them the
+// receiver reads EOF under a posted receive: "peer closed the connection").
 TEST(NetSocketTransport, ClosedSenderSaysGoodbye) {
   PeerInfo r0 = makePeer(0), r1 = makePeer(1);
   ConnectContext rctx = sockCtx(&r1, &r0, 2, 1024);
@@ -238,12 +239,10 @@ TEST(NetSocketTransport, ClosedSenderSaysGoodbye) {
   });
   ASSERT_GT(child, 0);
   ASSERT_EQ(net().finishRecv(rctx, &recv), ncclSuccess);
+  EXPECT_EQ(waitChild(child), 0);  // its socket is closed now
   std::string why;
-  EXPECT_EQ(waitPeerFailure(recv.res.get(), &why, 10000), ncclRemoteError);
-  EXPECT_NE(why.find("net connection from rank 0 (Socket net"), std::string::npos) << why;
-  EXPECT_NE(why.find("closed its end"), std::string::npos) << why;
-  EXPECT_EQ(recv.fifo.closed(), uint32_t(kFifoOpen)) << "data before a goodbye stays readable";
-  EXPECT_EQ(waitChild(child), 0);
+  EXPECT_EQ(waitPeerFailure(recv.res.get(), &why, 1000), ncclSuccess) << why;
+  EXPECT_EQ(recv.fifo.closed(), uint32_t(kFifoOpen));
 }
 
 TEST(NetSocketTransport, CheckPeerReportsAnExitedReceiver) {

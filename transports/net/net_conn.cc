@@ -188,6 +188,9 @@ void NetConn::fail(const std::string& why, bool local) {
 
 bool NetConn::progress() {
   if (failed()) return false;
+  // What the FIFO looked like to this pass (armDoorbell compares), also while connecting.
+  if (dir_ == Dir::kSend) seenTail_ = hdr_->tail.load(std::memory_order_acquire);
+  else seenHead_ = hdr_->head.load(std::memory_order_acquire);
   if (localClose()) {
     fail("closed by this rank", true);
     return true;
@@ -223,8 +226,8 @@ bool NetConn::progressSend() {
   bool moved = false;
   const ncclNet_v11_t* t = net_->table;
   int done = 0, size = 0;
-  const uint64_t tail = hdr_->tail.load(std::memory_order_acquire);
-  seenTail_ = tail;
+  const uint64_t tail = seenTail_;
+  if (goodbyeWanted_.load(std::memory_order_acquire)) goodbyeSeen_ = true;
   if (helloToSend_) {
     ncclResult_t r = t->isend(comm_, hello_, sizeof(NetHello), 0, mhandle_, nullptr, &helloReq_);
     if (r != ncclSuccess) {
@@ -270,7 +273,7 @@ bool NetConn::progressSend() {
     hdr_->head.store(done_, std::memory_order_release);
     moved = true;
   }
-  if (goodbyeWanted_.load(std::memory_order_acquire) && posted_ == tail && done_ == posted_ &&
+  if (goodbyeSeen_ && posted_ == tail && done_ == posted_ &&
       established_.load(std::memory_order_acquire))
     return progressGoodbye() || moved;
   while (posted_ < tail && posted_ - done_ < uint64_t(inflight_)) {
@@ -298,6 +301,7 @@ bool NetConn::progressGoodbye() {
     // The receiver may have closed first: no error for a finished connection.
     BRAID_INFO(kLogNet, "%s net: goodbye to rank %d not delivered: %s", net_->name.c_str(),
                peerRank_, netError(call, r).c_str());
+    goodbyesDone_ = goodbyesPosted_;  // their requests go with the comm
     goodbyeDone_.store(true, std::memory_order_release);
     return true;
   };
@@ -337,13 +341,13 @@ bool NetConn::progressRecv() {
     req = nullptr;
     if (size == 0) {  // a goodbye: the sender is closing; its data all came before
       ++done_;
-      peerSaidGoodbye_ = true;
+      ++goodbyesReceived_;
       moved = true;
       continue;
     }
     // Senders never send empty data slots: an empty one would read as "no data".
-    if (size < 0 || uint64_t(size) > slotBytes_ || peerSaidGoodbye_) {
-      fail(peerSaidGoodbye_ ? std::string("protocol error: data after the sender's goodbye")
+    if (size < 0 || uint64_t(size) > slotBytes_ || goodbyesReceived_ > 0) {
+      fail(goodbyesReceived_ > 0 ? std::string("protocol error: data after the sender's goodbye")
                             : "protocol error: a message of " + std::to_string(size) +
                                   " bytes for a slot of " + std::to_string(slotBytes_),
            false);
@@ -356,10 +360,13 @@ bool NetConn::progressRecv() {
     hdr_->tail.store(done_, std::memory_order_release);  // publish the slot
     moved = true;
   }
-  if (peerSaidGoodbye_ && done_ == posted_) goodbyeDone_.store(true, std::memory_order_release);
-  const uint64_t head = hdr_->head.load(std::memory_order_acquire);  // executor's consumption
-  seenHead_ = head;
-  while (!peerSaidGoodbye_ && posted_ - head < nslots_ && posted_ - done_ < uint64_t(inflight_)) {
+  if (goodbyesReceived_ >= inflight_ && done_ == posted_)
+    goodbyeDone_.store(true, std::memory_order_release);
+  const uint64_t head = seenHead_;  // the executor's consumption
+  // After a goodbye, only the receives the remaining goodbyes need.
+  while (posted_ - head < nslots_ && posted_ - done_ < uint64_t(inflight_) &&
+         (goodbyesReceived_ == 0 ||
+          uint64_t(goodbyesReceived_) + (posted_ - done_) < uint64_t(inflight_))) {
     void* buf = data_ + (posted_ % nslots_) * slotBytes_;
     size_t size = size_t(slotBytes_);
     int tag = 0;
@@ -380,25 +387,28 @@ bool NetConn::progressRecv() {
 
 bool NetConn::waitsOnNet() const {
   if (helloToSend_ || helloReq_ || done_ < posted_) return true;
-  if (goodbyesDone_ < goodbyesPosted_) return true;
+  // Goodbyes in flight, or waiting for the net to take them (a receive to match).
+  if (goodbyeSeen_ && !goodbyeDone_.load(std::memory_order_relaxed)) return true;
   // A send the net could not take yet (e.g. no receive posted by the peer).
   return dir_ == Dir::kSend && posted_ < seenTail_;
 }
 
-void NetConn::pollSpec(int* fd, short* events, bool* ready) const {
+void NetConn::pollSpec(int* fd, short* events, bool* ready, bool* nap) const {
   *fd = -1;
   *events = 0;
   if (failed() || connecting_ || !comm_ || !net_->ext.pollFd) return;
-  if (waitsOnNet()) {
-    *fd = net_->ext.pollFd(comm_);
-    *events = dir_ == Dir::kSend ? POLLOUT : POLLIN;
+  const bool waiting = waitsOnNet();
+  if (waiting) {
+    *fd = net_->ext.pollFd(comm_, events);
   } else if (dir_ == Dir::kSend && net_->ext.peerGone) {
-    *fd = net_->ext.pollFd(comm_);  // to notice a receiver that went away
+    *fd = net_->ext.pollFd(comm_, events);  // to notice a receiver that went away
     *events = POLLIN;
   }
   if (*fd == kNetPollReady) {
     *fd = -1;
     *ready = true;
+  } else if (*fd < 0 && waiting) {
+    *nap = true;  // this comm has no descriptor after all
   }
 }
 
@@ -413,10 +423,13 @@ bool NetConn::needsPolling() const {
 bool NetConn::armDoorbell() {
   if (failed() || !hdr_->hasDoorbell) return true;
   hdr_->proxyAsleep.store(1, std::memory_order_seq_cst);
+  // requestGoodbye() sets its flag, then rings: seq_cst on both sides, like the counters.
   const bool moved =
       hdr_->closed.load(std::memory_order_seq_cst) != 0 ||
-      (dir_ == Dir::kSend ? hdr_->tail.load(std::memory_order_seq_cst) != seenTail_
-                          : hdr_->head.load(std::memory_order_seq_cst) != seenHead_);
+      (dir_ == Dir::kSend
+           ? hdr_->tail.load(std::memory_order_seq_cst) != seenTail_ ||
+                 goodbyeWanted_.load(std::memory_order_seq_cst) != goodbyeSeen_
+           : hdr_->head.load(std::memory_order_seq_cst) != seenHead_);
   if (moved) hdr_->proxyAsleep.store(0, std::memory_order_relaxed);
   return !moved;
 }

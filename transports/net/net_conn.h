@@ -11,7 +11,7 @@
 // plugins refuse or leak a receive comm closed with receives posted. So at teardown,
 // once everything published has been sent, the sender sends `inflight` empty messages
 // (data slots are never empty): each completes one of the receiver's posted receives,
-// and the receiver posts no more once it has seen one. Teardown waits a moment for
+// and the receiver posts only as many more as goodbyes are still to come. Teardown waits a moment for
 // this (NetResource::drained: the send end, and a plugin's receive end).
 //
 // Life: the transport creates it (FIFO allocated, registered for the GPU in device
@@ -87,12 +87,8 @@ class NetConn {
   bool sendFlushed() const;
   /// Send side, at teardown: once flushed, send the goodbyes (see above).
   void requestGoodbye() {
-    if (goodbyeWanted_.exchange(true, std::memory_order_acq_rel)) return;
-    fifoRingDoorbell(hdr_);  // a sleeping proxy would not look for it
-  }
-  /// Receive side: the sender said goodbye (it closed its end properly).
-  bool peerClosed() const {
-    return dir_ == Dir::kRecv && goodbyeDone_.load(std::memory_order_acquire);
+    if (goodbyeWanted_.exchange(true, std::memory_order_seq_cst)) return;
+    fifoRingDoorbell(hdr_);  // a sleeping proxy would not look for it (see armDoorbell)
   }
   /// Send side: the goodbyes went out; receive side: they came (nothing is posted any
   /// more). Or the connection failed.
@@ -102,8 +98,9 @@ class NetConn {
   /// Moves what it can; returns true if anything happened.
   bool progress();
   /// Before the proxy sleeps: a descriptor to poll while this connection waits on the
-  /// network (fd -1: none). Sets *ready when the net says it can move now.
-  void pollSpec(int* fd, short* events, bool* ready) const;
+  /// network (fd -1: none). Sets *ready when the net says it can move now, *nap when it
+  /// waits on a net that gave no descriptor.
+  void pollSpec(int* fd, short* events, bool* ready, bool* nap) const;
   /// True while only polling (a FIFO without a doorbell, a net without a poll fd, a
   /// pending connect) can tell that this connection can move: the proxy then naps.
   bool needsPolling() const;
@@ -163,7 +160,8 @@ class NetConn {
   std::vector<void*> goodbyeReqs_;  ///< send side: the goodbyes' requests
   int goodbyesPosted_ = 0;
   int goodbyesDone_ = 0;
-  bool peerSaidGoodbye_ = false;  ///< receive side: no more receives to post
+  bool goodbyeSeen_ = false;  ///< send side: progress() has seen goodbyeWanted_
+  int goodbyesReceived_ = 0;  ///< receive side: then only inflight_ receives in all
   std::atomic<bool> failed_{false};
   bool failedLocally_ = false;
   std::string reason_;

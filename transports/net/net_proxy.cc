@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "src/core/error.h"
 #include "src/exec/progress_assist.h"
 
 namespace braid {
@@ -45,7 +46,7 @@ NetProxy::NetProxy() {
     // A child of fork() must not progress its parent's connections.
     pthread_atfork(nullptr, nullptr, [] {
       gHelped.store(nullptr, std::memory_order_relaxed);
-      ProgressAssist::registerEngine(nullptr);
+      ProgressAssist::resetInForkChild();
     });
   });
   gHelped.store(this, std::memory_order_release);
@@ -57,7 +58,11 @@ NetProxy::NetProxy() {
 
 bool NetProxy::help() {
   std::unique_lock<std::mutex> lk(progressMu_, std::try_to_lock);
-  return lk.owns_lock() && progressAll();
+  if (!lk.owns_lock()) return false;
+  // Other communicators' connections may fail here: their errors reach their executors
+  // through checkPeer, not this thread's ncclGetLastError.
+  const KeepThreadError keep;
+  return progressAll();
 }
 
 bool NetProxy::progressAll() {
@@ -176,7 +181,7 @@ void NetProxy::loop() {
       // removes) and the nets' descriptors. Where only looking can tell (a FIFO a GPU
       // writes, a net without a descriptor, a connect in progress), nap: 50 us, then
       // 1 ms after 20 ms without traffic. Otherwise come back every 100 ms anyway.
-      bool ready = false, nap = false;
+      bool ready = false, nap = eventFd_ < 0;  // no eventfd: no doorbells either
       for (auto& c : conns_) {
         if (!c->armDoorbell()) ready = true;
         nap |= c->needsPolling();
@@ -185,7 +190,7 @@ void NetProxy::loop() {
         for (auto& c : conns_) {
           int fd;
           short ev;
-          c->pollSpec(&fd, &ev, &ready);
+          c->pollSpec(&fd, &ev, &ready, &nap);
           if (fd >= 0) {
             pfds.push_back({fd, ev, 0});
             polled.push_back(c.get());

@@ -130,14 +130,6 @@ class NetResource : public ConnResource {
   }
 
   ncclResult_t checkPeer(std::string* why) override {
-    if (conn_->peerClosed() && !conn_->failed()) {
-      // Asked because the executor waits on this connection: nothing more will come.
-      if (why)
-        *why = "net connection from rank " + std::to_string(conn_->peerRank()) + " (" +
-               conn_->peerDesc() + "): the peer closed its end (its communicator was "
-               "destroyed or suspended) while this rank still expects data from it";
-      return ncclRemoteError;
-    }
     if (!conn_->failed() || conn_->failedLocally()) return ncclSuccess;
     if (why)
       *why = "net connection " + std::string(conn_->dir() == NetConn::Dir::kSend ? "to" : "from") +

@@ -11,6 +11,8 @@
 #include <climits>
 #include <mutex>
 
+#include <poll.h>
+
 #include "src/config/params.h"
 #include "src/core/error.h"
 #include "transports/net_ib/ib_comm.h"
@@ -213,7 +215,10 @@ ncclResult_t ibFinalize(void* ctx) {
 
 ncclResult_t ibSetNetAttr(void*, ncclNetAttr_v11_t*) { return ncclSuccess; }
 
-int ibPollFd(void* comm) { return static_cast<IbComm*>(comm)->pollFd(); }
+int ibPollFd(void* comm, short* events) {
+  *events = POLLIN;  // a completion channel only ever reads as readable
+  return static_cast<IbComm*>(comm)->pollFd();
+}
 
 ncclNet_v11_t makeTable() {
   ncclNet_v11_t t{};

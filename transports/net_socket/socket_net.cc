@@ -452,7 +452,11 @@ ncclResult_t sCloseListen(void* listenComm) {
 
 ncclResult_t sFinalize(void*) { return ncclSuccess; }
 
-int sPollFd(void* comm) { return static_cast<Comm*>(comm)->fd; }
+int sPollFd(void* comm, short* events) {
+  auto* c = static_cast<Comm*>(comm);
+  *events = c->send ? POLLOUT : POLLIN;
+  return c->fd;
+}
 
 void sAbandonConnect(void* handle) {
   auto* h = static_cast<SocketHandle*>(handle);
