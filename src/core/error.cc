@@ -15,6 +15,19 @@ constexpr size_t kMsgBytes = 1024;
 /// Fixed buffers: a pointer ncclGetLastError returned stays valid (its text may be
 /// replaced by a later error, but the memory is never freed while the comm lives).
 thread_local char tlsLastError[kMsgBytes] = "";
+// KeepThreadError scopes open on this thread, and the message they restore (saved by
+// the first error recorded inside them).
+thread_local int tlsKeepDepth = 0;
+thread_local bool tlsKeepSaved = false;
+thread_local char tlsKeptError[kMsgBytes];
+
+void recordThreadError(const char* msg) {
+  if (tlsKeepDepth > 0 && !tlsKeepSaved) {
+    memcpy(tlsKeptError, tlsLastError, kMsgBytes);
+    tlsKeepSaved = true;
+  }
+  memcpy(tlsLastError, msg, kMsgBytes);
+}
 
 struct CommErrors {
   std::mutex mu;
@@ -28,11 +41,12 @@ CommErrors& commErrors() {
 }  // namespace
 
 KeepThreadError::KeepThreadError() {
-  static_assert(sizeof(saved_) == kMsgBytes, "the whole message is kept");
-  memcpy(saved_, tlsLastError, kMsgBytes);
+  if (tlsKeepDepth++ == 0) tlsKeepSaved = false;
 }
 
-KeepThreadError::~KeepThreadError() { memcpy(tlsLastError, saved_, kMsgBytes); }
+KeepThreadError::~KeepThreadError() {
+  if (--tlsKeepDepth == 0 && tlsKeepSaved) memcpy(tlsLastError, tlsKeptError, kMsgBytes);
+}
 
 ncclResult_t setError(ncclResult_t code, Comm* comm, const char* fmt, ...) {
   char msg[kMsgBytes];
@@ -41,7 +55,7 @@ ncclResult_t setError(ncclResult_t code, Comm* comm, const char* fmt, ...) {
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   BRAID_WARN("%s", msg);
-  memcpy(tlsLastError, msg, sizeof(msg));
+  recordThreadError(msg);
   if (comm) {
     CommErrors& e = commErrors();
     std::lock_guard<std::mutex> lock(e.mu);
@@ -59,7 +73,7 @@ ncclResult_t noteError(ncclResult_t code, const char* fmt, ...) {
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   BRAID_INFO(kLogNet, "%s", msg);
-  memcpy(tlsLastError, msg, sizeof(msg));
+  recordThreadError(msg);
   return code;
 }
 

@@ -28,15 +28,14 @@ void forgetErrors(Comm* comm);
 
 /// Keeps this thread's last error as it was across work done for others (an executor
 /// progressing other communicators' network connections): restored on destruction.
+/// Cheap when nothing fails (it sits in the executor's wait loop): the message is
+/// copied aside only by the first error recorded inside the scope.
 class KeepThreadError {
  public:
   KeepThreadError();
   ~KeepThreadError();
   KeepThreadError(const KeepThreadError&) = delete;
   KeepThreadError& operator=(const KeepThreadError&) = delete;
-
- private:
-  char saved_[1024];
 };
 
 }  // namespace braid

@@ -177,6 +177,29 @@ TEST(NetRegistry, AbandonedSocketConnectReleasesItsSocket) {
   net->table->closeListen(listenComm);
 }
 
+// What the net proxy's helpers rely on: errors of other comms' connections, recorded
+// while an executor progresses them, do not replace that thread's last error.
+TEST(NetRegistry, KeepThreadErrorRestoresTheLastError) {
+  setError(ncclInvalidArgument, nullptr, "the caller's own error");
+  {
+    const KeepThreadError keep;
+    noteError(ncclRemoteError, "another comm's net failed");
+    EXPECT_STREQ(lastError(nullptr), "another comm's net failed");  // seen inside
+    {
+      const KeepThreadError nested;
+      noteError(ncclSystemError, "and a second one");
+    }
+    EXPECT_STREQ(lastError(nullptr), "and a second one");  // nested scopes restore once
+  }
+  EXPECT_STREQ(lastError(nullptr), "the caller's own error");
+  {
+    const KeepThreadError keep;  // nothing failed: nothing to restore
+  }
+  EXPECT_STREQ(lastError(nullptr), "the caller's own error");
+  noteError(ncclRemoteError, "outside any scope");
+  EXPECT_STREQ(lastError(nullptr), "outside any scope");
+}
+
 TEST(NetRegistry, NamesAreCaseInsensitiveAndUnknownNamesFail) {
   EnvGuard env;
   env.set("NCCL_NET_PLUGIN", "none");
