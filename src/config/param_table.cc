@@ -121,6 +121,22 @@ const IntParam kStreamOutputBytes("BRAID_STREAM_OUTPUT_BYTES", 0,
     "A collective writing at least this many bytes of results stores them with "
     "non-temporal stores (they would not stay in cache anyway); 0 (default: no gain "
     "measured here) never does.");
+const StringParam kSwitch("BRAID_SWITCH", "",
+    "HOST:PORT of the braid-switch (software aggregation switch) this process's node "
+    "heads use for in-network reductions (the BraidSwitch collnet). Empty: that collnet "
+    "has no device.");
+const IntParam kSwitchTimeoutMs("BRAID_SWITCH_TIMEOUT_MS", 60000,
+    "How long a BraidSwitch collnet connect waits for the switch to report the whole "
+    "group present (or to refuse it).");
+const BoolParam kCollNetEnable("NCCL_COLLNET_ENABLE", false,
+    "Use in-network reduction (CollNet): an external plugin's ncclCollNetPlugin_v11 from "
+    "the net plugin's library, else braid-switch (BRAID_SWITCH). Setup failures fall back "
+    "to point-to-point algorithms with a warning.");
+const IntParam kCollNetNodeThreshold("NCCL_COLLNET_NODE_THRESHOLD", 2,
+    "Fewest nodes for which a communicator sets up CollNet.");
+const IntParam kCollNetInflight("BRAID_COLLNET_INFLIGHT", 4,
+    "Switch messages (collnet collectives) each rank keeps posted at once per channel "
+    "(1 to 8).");
 
 const IntParam kTimeoutMs("BRAID_TIMEOUT_MS", 300000,
     "A collective waiting this long without progress fails with ncclSystemError naming "

@@ -100,6 +100,11 @@ extern const BoolParam kShmCma;          // BRAID_SHM_CMA
 extern const IntParam kCmaMinBytes;      // BRAID_CMA_MIN_BYTES
 extern const BoolParam kStreamStores;    // BRAID_STREAM_STORES
 extern const IntParam kStreamOutputBytes;  // BRAID_STREAM_OUTPUT_BYTES
+extern const StringParam kSwitch;       // BRAID_SWITCH
+extern const IntParam kSwitchTimeoutMs;  // BRAID_SWITCH_TIMEOUT_MS
+extern const BoolParam kCollNetEnable;   // NCCL_COLLNET_ENABLE
+extern const IntParam kCollNetNodeThreshold;  // NCCL_COLLNET_NODE_THRESHOLD
+extern const IntParam kCollNetInflight;  // BRAID_COLLNET_INFLIGHT
 // Timeouts and faults
 extern const IntParam kTimeoutMs;        // BRAID_TIMEOUT_MS
 extern const IntParam kBootstrapTimeoutMs;  // BRAID_BOOTSTRAP_TIMEOUT_MS

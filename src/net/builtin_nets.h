@@ -19,6 +19,14 @@ const ncclNet_v11_t* socketNet();
 const ncclNet_v11_t* ibNet();
 const ncclNet_v11_t* ucxNet();
 
+/// The built-in CollNet (transports/collnet_switch/, name "BraidSwitch"): in-network
+/// reductions through a braid-switch daemon (src/switch/), found at BRAID_SWITCH;
+/// 0 devices when that is unset.
+const ncclCollNet_v11_t* switchCollNet();
+/// Gives a BraidSwitch context (from its init()) the job secret its connects present
+/// to the switch (the collnet ABI has no room for it). Called right after init().
+void switchCollNetSetJobSecret(void* ctx, uint64_t secret);
+
 /// Optional Braid extensions a built-in net registers for its table (the ncclNet ABI
 /// has no room for them; external plugins have none and get the plain behaviour).
 struct NetExtensions {
