@@ -33,5 +33,12 @@ bool allGatherHier(const PlanArgs& args, const PlanParams& params, Plan* plan);
 bool reduceScatterHier(const PlanArgs& args, const PlanParams& params, Plan* plan);
 bool allToAllHier(const PlanArgs& args, const PlanParams& params, Plan* plan);
 
+// In-network (CollNet): the aggregation switch as a peer (kSwitchPeer); decline unless
+// args.collnet.
+bool allReduceCollNetChain(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allReduceCollNetDirect(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allGatherCollNet(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool reduceScatterCollNet(const PlanArgs& args, const PlanParams& params, Plan* plan);
+
 }  // namespace builders
 }  // namespace braid

@@ -238,6 +238,53 @@ double hierAllToAll(const Ctx& c) {
          2 * (N - 1) * (m - 1) * (c.M->stepUs + block / c.intraBw()) + c.slices(2 * c.S);
 }
 
+// ---- in-network (CollNet: the aggregation switch reduces) ----------------------------------
+// The switch is modelled as one more hop over the inter-node link in each direction, a
+// node's heads crossing at once and sharing its NIC; up and down directions overlap
+// (full duplex). The heads' connections copy each message in and out of staging
+// (charged like a reduction's memory traffic).
+
+/// k heads of a node each send `up` bytes to the switch and receive `down` back.
+double switchLeg(const Ctx& c, int k, double up, double down, double messages) {
+  return 2 * (c.M->stepUs + c.M->inter.alphaUs) + messages * 2 * c.M->stepUs +
+         std::max(up, down) / c.interBw(k) + c.reduce(up + down);
+}
+
+double collNetChain(const Ctx& c) {
+  const int k = std::max(1, std::min(c.nChannels, c.m));  // heads per node
+  const double perHead = c.S / k, chunk = std::min(c.C, perHead);
+  const double lat = 2 * (c.m - 1) * (c.M->stepUs + c.M->intra.alphaUs);
+  // Pipelined: the slowest stage paces the stream, one chunk fills the path.
+  const double intraWire = c.m > 1 ? c.S / c.intraBw() + c.reduce(c.S) : 0;
+  const double leg = switchLeg(c, k, perHead, perHead, steps(perHead, c.C));
+  const double fill = 2 * (c.m - 1) * chunk / c.intraBw();
+  return lat + std::max(intraWire, leg) + fill + c.slices(2 * c.S);
+}
+
+double collNetDirect(const Ctx& c) {
+  const int m = c.m;
+  const double block = c.S / m, loops = steps(c.S, m * c.C * 3);
+  double t = switchLeg(c, m, block, block, steps(block, c.C));
+  if (m > 1)
+    t += 2 * (m - 1) * loops * (c.M->stepUs + c.M->intra.alphaUs) +
+         2 * (m - 1) * block / c.intraBw() + c.reduce((m - 1) * block) +
+         c.slices(2 * (m - 1) * block);
+  return t;
+}
+
+double collNetGather(const Ctx& c, bool reduce) {  // all-gather / reduce-scatter
+  const int m = c.m, N = c.N;
+  const double block = c.S / c.n;  // one rank's block
+  // Every rank exchanges N blocks' worth with the switch in one direction, one block in
+  // the other; inside the node, (m-1) N blocks move around a ring.
+  double t = switchLeg(c, m, reduce ? N * block : block, reduce ? block : N * block,
+                       steps(N * block, c.C));
+  if (m > 1)
+    t += (m - 1) * (c.M->stepUs + c.M->intra.alphaUs) * steps(c.S, m * c.C) +
+         (m - 1) * N * block / c.intraBw() + (reduce ? c.reduce((m - 1) * N * block) : 0);
+  return t + c.slices(c.S);
+}
+
 }  // namespace
 
 double predictUs(const char* algorithm, const CostQuery& q) {
@@ -266,17 +313,21 @@ double predictUs(const char* algorithm, const CostQuery& q) {
       if (a == "tree") return tree(c);
       if (a == "rabenseifner") return rabenseifner(c);
       if (a == "hier") return c.uniform ? hierAllReduce(c) : -1;
+      if (a == "collnet_chain") return c.uniform ? collNetChain(c) : -1;
+      if (a == "collnet_direct") return c.uniform ? collNetDirect(c) : -1;
       break;
     case Coll::kAllGather:
       if (a == "ring") return ringGather(c, false);
       if (a == "direct") return allToAllOnce(c, c.S / c.n);
       if (a == "bruck") return bruckAllGather(c);
       if (a == "hier") return c.uniform ? hierGather(c, false) : -1;
+      if (a == "collnet") return c.uniform ? collNetGather(c, false) : -1;
       break;
     case Coll::kReduceScatter:
       if (a == "ring") return ringGather(c, true);
       if (a == "direct") return allToAllOnce(c, c.S / c.n) + c.reduce((c.n - 1) * c.S / c.n);
       if (a == "hier") return c.uniform ? hierGather(c, true) : -1;
+      if (a == "collnet") return c.uniform ? collNetGather(c, true) : -1;
       break;
     case Coll::kAllToAll:
       if (a == "pairwise") return pairwise(c);

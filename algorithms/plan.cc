@@ -33,6 +33,16 @@ const char* collName(Coll c) {
   return "Unknown";
 }
 
+const char* switchOpName(SwitchOp op) {
+  switch (op) {
+    case SwitchOp::kNone: return "none";
+    case SwitchOp::kAllReduce: return "allreduce";
+    case SwitchOp::kAllGather: return "allgather";
+    case SwitchOp::kReduceScatter: return "reducescatter";
+  }
+  return "unknown";
+}
+
 size_t Plan::stepCount() const {
   size_t n = 0;
   for (const Program& p : programs) n += p.steps.size();
@@ -74,8 +84,10 @@ std::string Plan::toString() const {
       snprintf(head, sizeof(head), "  %3zu %-18s ch%u", i, stepKindName(s.kind),
                static_cast<unsigned>(s.channel));
       out += head;
-      if (s.recvPeer >= 0) out += " from=" + std::to_string(s.recvPeer);
-      if (s.sendPeer >= 0) out += " to=" + std::to_string(s.sendPeer);
+      if (s.recvPeer == kSwitchPeer) out += " from=switch";
+      else if (s.recvPeer >= 0) out += " from=" + std::to_string(s.recvPeer);
+      if (s.sendPeer == kSwitchPeer) out += " to=switch";
+      else if (s.sendPeer >= 0) out += " to=" + std::to_string(s.sendPeer);
       appendRegion(out, "src", s.src);
       appendRegion(out, "dst", s.dst);
       if (s.flags & kPreOp) out += " pre";

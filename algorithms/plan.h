@@ -57,6 +57,21 @@ enum class StepKind : uint8_t {
 
 const char* stepKindName(StepKind k);
 
+/// The aggregation switch (in-network reduction, CollNet) as the peer of a step: a
+/// rank sends its data to the switch and receives the switch's result back over the
+/// connection (kSwitchPeer, channel). Every step that sends to the switch is one
+/// message; ranks with the same local index on every node (RankLayout::localRank) form
+/// one switch group (members ordered by node) and send the same sequence of messages.
+/// What comes back is Plan::switchOp applied over the group, in message order:
+///   kAllReduce      the same bytes as sent, reduced over the group (the op's pre-step
+///                   is the sender's: kPreOp on the step that puts own data in; Avg's
+///                   division is applied by the connection: results are final);
+///   kAllGather      group-size times the bytes sent: every member's message in order;
+///   kReduceScatter  the sent bytes divided by group size: the member's part, reduced.
+constexpr int32_t kSwitchPeer = -2;
+enum class SwitchOp : uint8_t { kNone = 0, kAllReduce, kAllGather, kReduceScatter };
+const char* switchOpName(SwitchOp op);
+
 /// Step flags.
 enum StepFlags : uint8_t {
   kPreOp = 1,   ///< src is this rank's own contribution: apply the op's pre-scaling
@@ -93,6 +108,8 @@ struct Plan {
   /// nslots * sliceBytes (the tuner chooses PlanParams::chunkBytes so).
   uint64_t sliceBytes = 0;
   double predictedUs = 0;    ///< the cost model's prediction (set by the tuner; 0: none)
+  /// What the switch does with this plan's messages (kSwitchPeer steps); kNone: none.
+  SwitchOp switchOp = SwitchOp::kNone;
   size_t stepCount() const;
   /// Human-readable dump (one line per step), for NCCL_DEBUG_SUBSYS=PLAN and tests.
   std::string toString() const;
@@ -161,6 +178,10 @@ struct PlanArgs {
   /// Where the ranks are; nullptr means RankLayout::flat(nranks). Builders read it
   /// through layoutOf(args).
   std::shared_ptr<const RankLayout> layout;
+  /// An aggregation switch serves this communicator (kSwitchPeer steps are possible:
+  /// one switch group per local index, members ordered by node). CollNet builders
+  /// decline without it.
+  bool collnet = false;
 };
 
 /// args.layout, or a flat layout of args.nranks ranks.

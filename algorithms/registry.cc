@@ -68,6 +68,18 @@ const std::vector<Algorithm>& allAlgorithms() {
       {Coll::kAllToAll, "hier", nullptr,
        "node-aware: blocks for a node aggregated at one local rank, one inter-node "
        "exchange per node pair, then scattered inside the node", builders::allToAllHier},
+      {Coll::kAllReduce, "collnet_chain", "CollNetChain",
+       "in-network: reduce up each node's chain to its head, through the switch, back down",
+       builders::allReduceCollNetChain, false, true},
+      {Coll::kAllReduce, "collnet_direct", "CollNetDirect",
+       "in-network: intra-node reduce-scatter, every local rank's block through the switch, "
+       "intra-node all-gather", builders::allReduceCollNetDirect, false, true},
+      {Coll::kAllGather, "collnet", "CollNet",
+       "in-network: every rank's block through the switch to its peers on all nodes, then "
+       "intra-node all-gather", builders::allGatherCollNet, false, true},
+      {Coll::kReduceScatter, "collnet", "CollNet",
+       "in-network: intra-node reduce-scatter, then the switch reduces each node's part and "
+       "returns every rank its block", builders::reduceScatterCollNet, false, true},
       {Coll::kSendRecv, "p2p", nullptr, "one program per peer and direction, ops in order",
        builders::sendRecvP2p},
   };

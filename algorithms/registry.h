@@ -24,6 +24,9 @@ struct Algorithm {
   /// A small-message algorithm: the tuner prefers it up to its small-message
   /// threshold and does not pick it above (NCCL_ALGO still can).
   bool small = false;
+  /// An in-network algorithm: talks to the aggregation switch (kSwitchPeer), so it is
+  /// a candidate only where PlanArgs::collnet says a switch serves the call.
+  bool needsSwitch = false;
 };
 
 /// Every algorithm, grouped by collective; the first of each collective is its default.

@@ -3,6 +3,9 @@
 #include <new>
 #include <set>
 
+#include "transports/collnet/collnet_port.h"
+#include "transports/collnet/local_collnet.h"
+
 namespace braid {
 
 namespace {
@@ -66,15 +69,20 @@ std::string checkPlans(const std::vector<SimRank>& ranks, int nChannels, size_t 
         if ((sends(s.kind) || recvs(s.kind)) && maxStepBytes && uint64_t(bytes) > maxStepBytes)
           return at + ": moves " + std::to_string(bytes) + " bytes over a connection, more than chunkBytes " +
                  std::to_string(maxStepBytes);
+        // The switch's side is checked by running the plans (it is not a rank).
         if (sends(s.kind)) {
-          if (s.sendPeer < 0 || s.sendPeer >= n) return at + ": bad send peer";
+          const bool sw = s.sendPeer == kSwitchPeer;
+          if (sw && plan->switchOp == SwitchOp::kNone)
+            return at + ": sends to the switch in a plan without a switch operation";
+          if (!sw && (s.sendPeer < 0 || s.sendPeer >= n)) return at + ": bad send peer";
           mine.insert(std::make_tuple(s.sendPeer, int(s.channel), true));
-          balance[std::make_tuple(r, s.sendPeer, int(s.channel))] += bytes;
+          if (!sw) balance[std::make_tuple(r, s.sendPeer, int(s.channel))] += bytes;
         }
         if (recvs(s.kind)) {
-          if (s.recvPeer < 0 || s.recvPeer >= n) return at + ": bad recv peer";
+          const bool sw = s.recvPeer == kSwitchPeer;
+          if (!sw && (s.recvPeer < 0 || s.recvPeer >= n)) return at + ": bad recv peer";
           mine.insert(std::make_tuple(s.recvPeer, int(s.channel), false));
-          balance[std::make_tuple(s.recvPeer, r, int(s.channel))] -= bytes;
+          if (!sw) balance[std::make_tuple(s.recvPeer, r, int(s.channel))] -= bytes;
         }
       }
       for (const auto& key : mine) {
@@ -114,21 +122,50 @@ struct Simulator::Fifo {
   FifoReceiver receiver;
 };
 
+/// One rank's connection to the simulated switch on one channel.
+struct Simulator::SwitchEnd {
+  int rank = 0;
+  int channel = 0;
+  std::unique_ptr<CollNetPort> port;
+  void* collComm = nullptr;
+  FifoSender toSwitch;
+  FifoReceiver fromSwitch;
+};
+
 /// The connections of one rank, as PlanRun sees them.
 class Simulator::Conns : public ConnTable {
  public:
   Conns(Simulator* sim, int rank) : sim_(sim), rank_(rank) {}
   FifoSender* sender(int peer, int channel) override {
+    if (peer == kSwitchPeer) {
+      SwitchEnd* e = switchEnd(channel);
+      return e ? &e->toSwitch : nullptr;
+    }
     if (!valid(peer, channel)) return nullptr;
     return &sim_->fifo(rank_, peer, channel)->sender;
   }
   FifoReceiver* receiver(int peer, int channel) override {
+    if (peer == kSwitchPeer) {
+      SwitchEnd* e = switchEnd(channel);
+      return e ? &e->fromSwitch : nullptr;
+    }
     if (!valid(peer, channel)) return nullptr;
     return &sim_->fifo(peer, rank_, channel)->receiver;
   }
   uint64_t directMinBytes(int, int) override { return sim_->geo_.direct ? 0 : UINT64_MAX; }
+  Announce announceSwitch(int channel, SwitchOp op, uint64_t bytes,
+                          const Reducer& red) override {
+    SwitchEnd* e = switchEnd(channel);
+    return e ? e->port->announce(op, bytes, red) : Announce::kNoSwitch;
+  }
 
  private:
+  SwitchEnd* switchEnd(int channel) const {
+    if (!sim_->switchEnds_) return nullptr;
+    for (auto& e : *sim_->switchEnds_)
+      if (e->rank == rank_ && e->channel == channel) return e.get();
+    return nullptr;
+  }
   bool valid(int peer, int channel) const {
     return peer >= 0 && peer < sim_->nranks_ && channel >= 0 && channel < sim_->nChannels_;
   }
@@ -140,6 +177,45 @@ Simulator::Simulator(int nranks, int nChannels, SimGeometry geometry)
     : nranks_(nranks), nChannels_(nChannels), geo_(geometry) {}
 
 Simulator::~Simulator() = default;
+
+std::string Simulator::makeSwitch(std::vector<std::unique_ptr<SwitchEnd>>* ends) {
+  const RankLayout& layout = *switchLayout_;
+  if (int(layout.nodeOf.size()) != nranks_ || !layout.uniform())
+    return "switch model: the layout must be uniform and cover every rank";
+  const ncclCollNet_v11_t* coll = localCollNet();
+  const int groups = layout.ranksPerNode(), members = layout.nNodes;
+  SimGeometry g = geo_;
+  for (int ch = 0; ch < nChannels_; ++ch)
+    for (int l = 0; l < groups; ++l) {
+      char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+      void* listen = nullptr;
+      if (coll->listen(nullptr, 0, handle, &listen) != ncclSuccess) return "switch model: listen";
+      coll->closeListen(listen);
+      std::vector<void*> handles(size_t(members), handle);
+      for (int v = 0; v < members; ++v) {
+        auto e = std::make_unique<SwitchEnd>();
+        e->rank = layout.nodeRanks[size_t(v)][size_t(l)];
+        e->channel = ch;
+        if (coll->connect(handles.data(), members, v, nullptr, &e->collComm) != ncclSuccess)
+          return "switch model: connect";
+        CollNetPortConfig cfg;
+        cfg.coll = coll;
+        cfg.collComm = e->collComm;
+        cfg.groupSize = members;
+        cfg.groupRank = v;
+        cfg.commRanks = nranks_;
+        cfg.geometry.nslots = g.nslots;
+        cfg.geometry.slotBytes = g.slotBytes;
+        cfg.inflight = 2;
+        cfg.name = "switch group " + std::to_string(l) + " channel " + std::to_string(ch);
+        e->port = std::make_unique<CollNetPort>(cfg);
+        e->toSwitch.attach(e->port->sendFifo());
+        e->fromSwitch.attach(e->port->recvFifo());
+        ends->push_back(std::move(e));
+      }
+    }
+  return "";
+}
 
 Simulator::Fifo* Simulator::fifo(int src, int dst, int channel) {
   auto key = std::make_tuple(src, dst, channel);
@@ -160,6 +236,23 @@ SimResult Simulator::run(const std::vector<SimRank>& ranks) {
     return res;
   }
   fifos_.clear();
+  std::vector<std::unique_ptr<SwitchEnd>> ends;
+  struct EndsScope {  // the switch ends live for this run only
+    Simulator* sim;
+    std::vector<std::unique_ptr<SwitchEnd>>* ends;
+    ~EndsScope() {
+      for (auto& e : *ends) {
+        e->port.reset();
+        localCollNet()->closeColl(e->collComm);
+      }
+      sim->switchEnds_ = nullptr;
+    }
+  } endsScope{this, &ends};
+  if (switchLayout_) {
+    res.error = makeSwitch(&ends);
+    if (!res.error.empty()) return res;
+    switchEnds_ = &ends;
+  }
   std::vector<std::unique_ptr<Conns>> conns;
   std::vector<PlanRun> runs;
   runs.reserve(ranks.size());
@@ -189,6 +282,13 @@ SimResult Simulator::run(const std::vector<SimRank>& ranks) {
       }
       if (run.state() != RunState::kDone) allDone = false;
     }
+    for (auto& e : ends) {
+      moved |= e->port->progress();
+      if (e->port->failed()) {
+        res.error = "rank " + std::to_string(e->rank) + ": " + e->port->reason();
+        return res;
+      }
+    }
     if (allDone) break;
     if (!moved) {
       res.deadlock = true;
@@ -205,6 +305,13 @@ SimResult Simulator::run(const std::vector<SimRank>& ranks) {
                 std::to_string(std::get<1>(kv.first)) + " channel " +
                 std::to_string(std::get<2>(kv.first)) +
                 ": data left unconsumed after every rank finished";
+    return res;
+  }
+  for (auto& e : ends) {
+    const char* p;
+    if (e->toSwitch.drained() && e->port->drained() && e->fromSwitch.peek(&p) == 0) continue;
+    res.error = "rank " + std::to_string(e->rank) + " channel " + std::to_string(e->channel) +
+                ": data left at the switch connection after every rank finished";
     return res;
   }
   res.ok = true;

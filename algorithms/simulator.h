@@ -67,15 +67,25 @@ class Simulator {
   /// After success, also checks that every byte sent was consumed.
   SimResult run(const std::vector<SimRank>& ranks);
 
+  /// Models the aggregation switch (steps to kSwitchPeer): one switch group per local
+  /// index of `layout` and channel, members in node order, served by the in-process
+  /// collnet (transports/collnet/local_collnet.h) through the same CollNetPort the
+  /// real connections use. Without this, plans with switch steps fail.
+  void enableSwitch(std::shared_ptr<const RankLayout> layout) { switchLayout_ = layout; }
+
  private:
   struct Fifo;
+  struct SwitchEnd;
   class Conns;
   Fifo* fifo(int src, int dst, int channel);
+  std::string makeSwitch(std::vector<std::unique_ptr<SwitchEnd>>* ends);
 
   int nranks_;
   int nChannels_;
   SimGeometry geo_;
   std::map<std::tuple<int, int, int>, std::unique_ptr<Fifo>> fifos_;
+  std::shared_ptr<const RankLayout> switchLayout_;
+  std::vector<std::unique_ptr<SwitchEnd>>* switchEnds_ = nullptr;  ///< during run()
 };
 
 }  // namespace braid

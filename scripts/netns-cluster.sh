@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A cluster of N "nodes" on one machine, made of Linux network namespaces.
 #
-#   netns-cluster.sh up N [--rate R] [--delay D] [--prefix P]
+#   netns-cluster.sh up N [--rate R] [--delay D] [--hub-rate R] [--prefix P]
 #   netns-cluster.sh down [--prefix P]
 #   netns-cluster.sh check [--prefix P]
 #   netns-cluster.sh info [--prefix P]      (what exists, the qdiscs in place)
@@ -9,7 +9,9 @@
 # Layout (P = prefix, default "braidnode"):
 #
 #   namespace P0 .. P<N-1>   one per node: lo up, veth0 = 10.77.0.(i+1)/24
-#   namespace P-hub          a bridge br0 joining the hub ends n0 .. n<N-1> of the veths
+#   namespace P-hub          a bridge br0 joining the hub ends n0 .. n<N-1> of the veths;
+#                            br0 = 10.77.0.254/24, where a braid-switch (the software
+#                            aggregation switch of in-network reductions) can listen
 #
 # The bridge lives in its own namespace rather than in the root one, so nothing is added
 # to the machine's own network (no bridge netfilter, no interface name clashes) and
@@ -18,7 +20,10 @@
 #
 # Shaping (--rate, --delay, e.g. --rate 1gbit --delay 200us, tc units) goes on the
 # egress of each node's veth0: every node sends at most R and every packet it sends is
-# held D. Traffic inside a node (shared memory, loopback) is not shaped. With sch_netem
+# held D. Traffic inside a node (shared memory, loopback) is not shaped. --hub-rate R
+# also limits the hub's end of each link (n<i> egress: what a node receives, as a real
+# switch port would); a process in the hub namespace (braid-switch) is then held to R
+# towards every node as well. With sch_netem
 # the script uses "netem rate R delay D"; kernels without sch_netem get "tbf rate R"
 # and a warning that the delay is not applied (BRAID_NETNS_STRICT=1 makes that an error).
 #
@@ -29,6 +34,7 @@ prog=netns-cluster.sh
 prefix=braidnode
 rate=""
 delay=""
+hubRate=""
 nodes=""
 cmd=${1:-}
 [ $# -gt 0 ] && shift
@@ -46,6 +52,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --rate) rate=${2:?--rate needs a value}; shift 2 ;;
     --delay) delay=${2:?--delay needs a value}; shift 2 ;;
+    --hub-rate) hubRate=${2:?--hub-rate needs a value}; shift 2 ;;
     --prefix) prefix=${2:?--prefix needs a value}; shift 2 ;;
     -h | --help) usage ;;
     [0-9]*) nodes=$1; shift ;;
@@ -161,7 +168,7 @@ do_up() {
     exit 2
   fi
   SHAPER=""
-  if [ -n "$rate$delay" ]; then
+  if [ -n "$rate$delay$hubRate" ]; then
     SHAPER=$(shaper_kind)
     if [ "$SHAPER" != netem ]; then
       local msg="this kernel has no sch_netem qdisc"
@@ -186,6 +193,7 @@ do_up() {
   # No STP: the bridge forwards at once; no multicast snooping surprises.
   ip -n "$hub" link set br0 type bridge stp_state 0 forward_delay 0 2>/dev/null || true
   ip -n "$hub" link set br0 up
+  ip -n "$hub" addr add 10.77.0.254/24 dev br0
   local i ns
   for ((i = 0; i < nodes; i++)); do
     ns="${prefix}${i}"
@@ -197,6 +205,7 @@ do_up() {
     ip -n "$ns" addr add "10.77.0.$((i + 1))/24" dev veth0
     ip -n "$ns" link set veth0 up
     shape "$ns" veth0
+    [ -n "$hubRate" ] && rate=$hubRate delay="" shape "$hub" "n${i}"
   done
   set +e
   trap - EXIT
@@ -219,8 +228,9 @@ do_up() {
   elif [ "$SHAPER" = tbf ] && [ -n "$rate" ]; then
     shaping=", rate $rate (tbf)${delay:+, no delay}"
   fi
+  [ -n "$hubRate" ] && shaping="$shaping; hub ports rate $hubRate"
   echo "$prog: up: $nodes nodes ${prefix}0..${prefix}$((nodes - 1)), 10.77.0.1..$nodes" \
-       "on veth0$shaping"
+       "on veth0$shaping; hub 10.77.0.254"
 }
 
 do_info() {

@@ -92,11 +92,13 @@ exe=$bin/${coll}_perf
 out=${out:-$root/build-perf/multinode-bench/$coll}
 mkdir -p "$out" || die "cannot create $out"
 
-# ---- algorithms (every one braid-info lists for the collective) -----------------------
+# ---- algorithms (every one braid-info lists for the collective; not those that need
+# the aggregation switch, marked [switch]: perf/net/collnet_shaped.sh measures them) ----
 if [ -z "$algos" ]; then
   algos=$("$bin/braid-info" --brief | awk -v want="$key" '
     /^Algorithms/ { on = 1; next }
-    on && /^  [A-Za-z]/ { c = tolower($1); gsub(/_/, "", c); if (c == want) printf "%s ", $2 }')
+    on && /^  [A-Za-z]/ && !/\[switch\]/ {
+      c = tolower($1); gsub(/_/, "", c); if (c == want) printf "%s ", $2 }')
 fi
 read -r -a algo_list <<<"$algos"
 [ ${#algo_list[@]} -gt 0 ] || die "braid-info lists no algorithm for '$key'"

@@ -54,4 +54,25 @@ if(TARGET all_reduce_perf AND TARGET braid-info)
          --nodes 3 --victim 2)
   # The verdict can fail: a corrupted result is caught across nodes.
   mn_add(corrupt_detected mn_corrupt.sh --bin $<TARGET_FILE_DIR:all_reduce_perf> all_reduce)
+
+  # In-network reductions: a braid-switch in the hub namespace (10.77.0.254), the hub's
+  # ports shaped like the nodes' links. Every algorithm braid-info marks [switch], forced,
+  # and the tuner's choice; a run that silently falls back to a host algorithm fails.
+  if(TARGET braid-switch AND TARGET all_gather_perf AND TARGET reduce_scatter_perf)
+    set(_mn_sw ${_mn_bin} --switch $<TARGET_FILE:braid-switch> ${_mn_shape})
+    # 2x2: every type and op at 8 B..32 KiB, then float up to 3 MiB (the default sweeps).
+    mn_add(switch.2x2 mn_switch.sh ${_mn_sw} --nodes 2 --per 2)
+    # 4x1: a switch group of 4 heads and nothing else per node; float, every op.
+    mn_add(switch.4x1 mn_switch.sh ${_mn_sw} --nodes 4 --per 1
+           --sweep "-b 8 -e 3M -f 8 -d float -o all -n 1 -w 0 -c 1")
+    # 3x2: small FIFOs (as the 3x2 tests above); a group of 3, averages over 6 ranks.
+    mn_add(switch.3x2 mn_switch.sh ${_mn_sw} --nodes 3 --per 2 --env NCCL_BUFFSIZE=65536
+           --sweep "-b 8 -e 256K -f 8 -d float -o all -n 1 -w 0 -c 1"
+           --sweep "-b 8 -e 32K -f 64 -d all -o avg -n 1 -w 0 -c 1"
+           --tuner-sweep "-b 8 -e 256K -f 8 -n 1 -w 0 -c 1")
+    # Faults: a killed node head fails the job within 30 s, the switch survives and
+    # serves a new job; a killed switch fails every rank within 30 s.
+    mn_add(switch.kill_head.2x2 mn_switch.sh ${_mn_sw} --nodes 2 --per 2 --kill-head)
+    mn_add(switch.kill_switch.2x2 mn_switch.sh ${_mn_sw} --nodes 2 --per 2 --kill-switch)
+  endif()
 endif()

@@ -27,6 +27,8 @@ if(EXISTS ${BRAID_XNET_SRC})
     target_compile_options(nccl-net-${variant} PRIVATE -Wall -Wextra -Werror)
   endforeach()
   target_compile_definitions(nccl-net-x PRIVATE XNET_VERSION=11)
+  # libnccl-net-x.so also carries a CollNet table (ncclCollNetPlugin_v11, "XColl").
+  target_sources(nccl-net-x PRIVATE ${CMAKE_CURRENT_LIST_DIR}/net/plugins/xcoll.c)
   target_compile_definitions(nccl-net-x8 PRIVATE XNET_VERSION=8)
   target_compile_definitions(nccl-net-broken PRIVATE XNET_VERSION=0)
   target_compile_definitions(nccl-net-failinit PRIVATE XNET_VERSION=11 XNET_FAIL_INIT=1)

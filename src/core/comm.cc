@@ -12,6 +12,7 @@
 #include "src/core/registration.h"
 #include "src/device/cuda_rt.h"
 #include "src/device/device_comm.h"
+#include "transports/collnet/collnet_state.h"
 
 namespace braid {
 
@@ -67,6 +68,7 @@ void Comm::releaseResources() {
   }
   sends.clear();
   recvs.clear();
+  collnet.reset();  // after the ends that point at its ports
   bootstrap.reset();
   planCache.clear();
   forgetRegistrations(this);
@@ -192,6 +194,16 @@ ncclResult_t Comm::chooseDeviceTransport(int peer, Transport** out) {
   else if (!settings.shmDisable && shm->canConnect(me, other)) *out = shm;
   else *out = net;
   return ncclSuccess;
+}
+
+ConnTable::Announce Comm::announceSwitch(int channel, SwitchOp op, uint64_t bytes,
+                                         const Reducer& red) {
+  CollNetPort* port = collnet ? collnet->port(channel) : nullptr;
+  return port ? port->announce(op, bytes, red) : Announce::kNoSwitch;
+}
+
+bool Comm::collnetSupports(ncclDataType_t type, ncclRedOp_t op) const {
+  return collnet && collnet->supports(type, op);
 }
 
 ncclResult_t Comm::checkPeer(int peer, std::string* why) {

@@ -25,6 +25,7 @@
 namespace braid {
 
 class DeviceComm;
+class CollNetState;
 
 /// Settings a communicator takes from ncclConfig_t and the environment at init.
 struct CommSettings {
@@ -111,7 +112,13 @@ struct Comm : public ConnTable {
   uint64_t streamOutputMinBytes() override { return settings.streamOutputBytes; }
   bool streamTo(int peer, int channel) override {
     (void)channel;
-    return settings.streamStores && peer != rank;
+    return settings.streamStores && peer != rank && peer != kSwitchPeer;
+  }
+  Announce announceSwitch(int channel, SwitchOp op, uint64_t bytes,
+                          const Reducer& red) override;
+  std::string whyClosed(int peer) override {
+    std::string why;
+    return checkPeer(peer, &why) != ncclSuccess ? why : std::string();
   }
 
   static uint64_t connKey(int peer, int channel) {
@@ -130,6 +137,12 @@ struct Comm : public ConnTable {
   /// The CUDA executor's state (launch control words, plan images, watchdog); made on
   /// the first op on device buffers.
   std::unique_ptr<DeviceComm> device;
+  /// In-network reduction (transports/collnet/collnet_state.h): the switch groups'
+  /// ports, made at init when CollNet is enabled and set up; null otherwise.
+  std::shared_ptr<CollNetState> collnet;
+  /// Whether CollNet plans may run this reduction (a collnet is set up and takes the
+  /// datatype and op).
+  bool collnetSupports(ncclDataType_t type, ncclRedOp_t op) const;
   /// One-sided operations (src/rma/rma.h): signal counters, per-peer paths; made by the
   /// first ncclCommWindowRegister.
   std::unique_ptr<RmaState, RmaStateDeleter> rma;
@@ -147,16 +160,18 @@ struct Comm : public ConnTable {
     uint8_t coll;
     bool inPlace;
     bool device;  ///< a plan for the CUDA executor (its own channel count)
+    bool collnet;  ///< CollNet algorithms allowed (the collnet takes the type and op)
     bool operator==(const PlanKey& o) const {
       return count == o.count && typeSize == o.typeSize && root == o.root && coll == o.coll &&
-             inPlace == o.inPlace && device == o.device;
+             inPlace == o.inPlace && device == o.device && collnet == o.collnet;
     }
   };
   struct PlanKeyHash {
     size_t operator()(const PlanKey& k) const {
       uint64_t h = k.count * 0x9E3779B97F4A7C15ull;
       h ^= (uint64_t(k.typeSize) << 40) ^ (uint64_t(uint32_t(k.root)) << 8) ^
-           (uint64_t(k.coll) << 1) ^ uint64_t(k.inPlace) ^ (uint64_t(k.device) << 5);
+           (uint64_t(k.coll) << 1) ^ uint64_t(k.inPlace) ^ (uint64_t(k.device) << 5) ^
+           (uint64_t(k.collnet) << 6);
       return size_t(h ^ (h >> 29));
     }
   };

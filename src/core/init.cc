@@ -22,6 +22,7 @@
 #include "src/core/group.h"
 #include "src/core/init.h"
 #include "src/core/machine.h"
+#include "transports/collnet/collnet_state.h"
 
 namespace braid {
 namespace {
@@ -256,6 +257,12 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   if (r != ncclSuccess) return finish(r);
   comm->layout = std::make_shared<const RankLayout>(makeLayout(comm->peers, keys));
   BRAID_INFO(kLogGraph, "layout: %s", comm->layout->describe().c_str());
+  {
+    std::unique_ptr<CollNetState> collnet;
+    r = CollNetState::setup(comm, &collnet);
+    if (r != ncclSuccess) return finish(r);
+    comm->collnet = std::move(collnet);
+  }
   // Waiting ranks spin only while every busy thread of this machine can have a core:
   // its ranks (all host ids: network namespaces share the CPUs), and the proxy thread
   // of each that talks to another host. Otherwise a spinning rank steals the core its

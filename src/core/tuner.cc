@@ -149,6 +149,7 @@ std::vector<TuneChoice> rankChoices(const TuneInput& in, bool ignoreSpecs) {
     const bool any = pass == 1;
     for (const Algorithm& a : allAlgorithms()) {
       if (a.coll != in.args.coll) continue;
+      if (a.needsSwitch && !in.args.collnet) continue;  // no switch serves this call
       if (!any && !algoAllowed(in.algoSpec, a.coll, a.name, a.ncclName)) continue;
       // One-shot algorithms cost a connection per peer and n-1 copies: only for small
       // messages on small groups, unless NCCL_ALGO names them.
@@ -195,8 +196,10 @@ std::vector<TuneChoice> rankChoices(const TuneInput& in, bool ignoreSpecs) {
 ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const Plan>* out,
                       bool device) {
   const bool cacheable = argsIn.coll != Coll::kSendRecv;
+  // Device buffers never go through the switch (its ports are host FIFOs).
+  const bool collnet = argsIn.collnet && !device;
   const Comm::PlanKey key{argsIn.count, uint32_t(argsIn.typeSize), int32_t(argsIn.root),
-                          uint8_t(argsIn.coll), argsIn.inPlace, device};
+                          uint8_t(argsIn.coll), argsIn.inPlace, device, collnet};
   if (cacheable) {
     auto it = comm->planCache.find(key);
     if (it != comm->planCache.end()) {
@@ -205,6 +208,7 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const 
     }
   }
   PlanArgs args = argsIn;
+  args.collnet = collnet;
   if (!args.layout) args.layout = comm->layout;
 
   TuneInput in{args, comm->settings.algoSpec, comm->settings.protoSpec, comm->model,

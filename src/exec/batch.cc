@@ -212,7 +212,7 @@ void checkStalled(Scratch& sc, CommWork& w, bool timedOut, int64_t stalledMs) {
   for (Task* t : runningTasks(sc, w)) {
     int peer = t->run.waitingOn();
     std::string why;
-    if (peer >= 0 && w.comm->checkPeer(peer, &why) != ncclSuccess) {
+    if ((peer >= 0 || peer == kSwitchPeer) && w.comm->checkPeer(peer, &why) != ncclSuccess) {
       failWork(w, t, ncclRemoteError, why);
       return;
     }
@@ -375,6 +375,9 @@ PlanArgs planArgsFor(const Comm* comm, const OpRecord& op) {
   size_t sb = 0, rb = 0;
   extents(op, comm->nranks, &sb, &rb);
   args.inPlace = overlaps(op.sendbuff, sb, op.recvbuff, rb);
+  args.collnet = (op.coll == Coll::kAllReduce || op.coll == Coll::kAllGather ||
+                  op.coll == Coll::kReduceScatter) &&
+                 comm->collnetSupports(op.type, op.op);
   if (op.coll == Coll::kSendRecv) {
     P2pOp p;
     p.isSend = op.isSend;

@@ -71,6 +71,10 @@ char* bounceBuffer(uint64_t bytes) {
   return buf.get();
 }
 
+std::string peerName(int peer) {
+  return peer == kSwitchPeer ? std::string("the switch") : "rank " + std::to_string(peer);
+}
+
 const char* closeReason(uint32_t why) {
   return why == kFifoSenderAborted ? "the sending side aborted"
                                    : "the receiving side aborted";
@@ -143,6 +147,7 @@ bool PlanRun::progressProgram(const Program& prog, ProgramState& ps) {
     if (ps.done < s.count() * red_.typeSize()) break;  // blocked mid-step
     ++ps.step;
     ps.done = 0;
+    ps.announced = false;
     moved = true;
   }
   return moved;
@@ -165,6 +170,18 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
          " receives from rank " + std::to_string(s.recvPeer) + " on channel " +
          std::to_string(s.channel) + " but there is no such connection");
     return false;
+  }
+  if (s.sendPeer == kSwitchPeer && !ps.announced) {
+    switch (conns_->announceSwitch(s.channel, plan_->switchOp, total, red_)) {
+      case ConnTable::Announce::kOk: ps.announced = true; break;
+      case ConnTable::Announce::kRetry: return false;
+      case ConnTable::Announce::kNoSwitch:
+        fail("internal error: plan step " + std::string(stepKindName(s.kind)) +
+             " sends to the switch on channel " + std::to_string(s.channel) +
+             " but no switch connection takes " + switchOpName(plan_->switchOp) +
+             " messages");
+        return false;
+    }
   }
   char* src = s.src.buf != Buf::kNone ? regionPtr(s.src) : nullptr;
   char* dst = s.dst.buf != Buf::kNone ? regionPtr(s.dst) : nullptr;
@@ -282,12 +299,16 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
     // input may still hold the peer's last bytes: only an empty one is an error, or
     // one whose next bytes are a zero-copy entry (the sender's buffer is gone).
     const char* p;
+    auto why = [&](int peer) {
+      const std::string w = conns_->whyClosed(peer);
+      return w.empty() ? w : " (" + w + ")";
+    };
     if (in && in->closed() && (in->peek(&p) == 0 || in->frontIsDirect()))
-      fail("connection from rank " + std::to_string(s.recvPeer) + " closed: " +
-           closeReason(in->closed()));
+      fail("connection from " + peerName(s.recvPeer) + " closed: " +
+           closeReason(in->closed()) + why(s.recvPeer));
     else if (out && out->closed())
-      fail("connection to rank " + std::to_string(s.sendPeer) + " closed: " +
-           closeReason(out->closed()));
+      fail("connection to " + peerName(s.sendPeer) + " closed: " +
+           closeReason(out->closed()) + why(s.sendPeer));
   }
   return ps.done != start;
 }
@@ -391,10 +412,10 @@ std::string PlanRun::describeWait() const {
       const char* p;
       FifoReceiver* in = conns_->receiver(s.recvPeer, s.channel);
       if (in && in->peek(&p) == 0)
-        return "waiting for data from rank " + std::to_string(s.recvPeer) + where;
+        return "waiting for data from " + peerName(s.recvPeer) + where;
     }
     if (needsSend(s.kind))
-      return "waiting for rank " + std::to_string(s.sendPeer) + " to drain its FIFO" + where;
+      return "waiting for " + peerName(s.sendPeer) + " to drain its FIFO" + where;
     return "running" + where;
   }
   if (!directUsed_.empty()) return "waiting for peers to read zero-copy data";

@@ -41,6 +41,23 @@ class ConnTable {
     (void)channel;
     return UINT64_MAX;
   }
+  /// Why the connections to `peer` failed (for messages once one was found closed; ""
+  /// when the transport cannot say).
+  virtual std::string whyClosed(int peer) {
+    (void)peer;
+    return "";
+  }
+  /// A step sending to kSwitchPeer on `channel` starts a message of `bytes` bytes:
+  /// tells the switch connection what the switch does with it (algorithms/plan.h).
+  enum class Announce { kOk, kRetry, kNoSwitch };
+  virtual Announce announceSwitch(int channel, SwitchOp op, uint64_t bytes,
+                                  const Reducer& red) {
+    (void)channel;
+    (void)op;
+    (void)bytes;
+    (void)red;
+    return Announce::kNoSwitch;
+  }
 };
 
 /// The user buffers a plan's Regions refer to.
@@ -79,6 +96,7 @@ class PlanRun {
   struct ProgramState {
     size_t step = 0;       ///< index of the current step
     uint64_t done = 0;     ///< bytes of the current step already moved
+    bool announced = false;  ///< a switch message: announced to the connection
   };
   bool progressProgram(const Program& prog, ProgramState& ps);
   bool progressStep(const Step& s, ProgramState& ps);

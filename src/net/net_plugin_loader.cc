@@ -312,6 +312,8 @@ bool loadNetPlugin(const std::string& spec, Net* net, std::string* why, bool* no
   if (net->abiVersion != 11) net->library += " (v" + std::to_string(net->abiVersion) + ")";
   net->name = net->table->name ? net->table->name : spec;
   net->external = true;
+  // In-network reduction comes from the same library, as NCCL loads it.
+  net->collTable = static_cast<const ncclCollNet_v11_t*>(dlsym(lib, "ncclCollNetPlugin_v11"));
   return true;
 }
 

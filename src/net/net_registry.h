@@ -35,6 +35,8 @@ struct Net {
   bool external = false;
   std::string library;      ///< external: the library's path as loaded
   std::vector<ncclNetProperties_v11_t> devices;
+  /// external: the library's ncclCollNetPlugin_v11 table, if it has one (CollNet).
+  const ncclCollNet_v11_t* collTable = nullptr;
   NetExtensions ext;  ///< what a built-in net offers beyond the ABI (builtin_nets.h)
 };
 

@@ -121,8 +121,10 @@ int main(int argc, char** argv) {
   }
   printf("\nAlgorithms (NCCL_ALGO names; the first of each collective is its default):\n");
   for (const braid::Algorithm& a : braid::allAlgorithms()) {
-    printf("  %-14s %-9s%s%s%s\n", braid::collName(a.coll), a.name, a.ncclName ? " (" : "",
-           a.ncclName ? a.ncclName : "", a.ncclName ? ")" : "");
+    // " [switch]": an in-network algorithm, usable only where a switch serves the call
+    // (NCCL_COLLNET_ENABLE=1 BRAID_SWITCH=...); tests/multinode/mn_lib.sh reads it.
+    printf("  %-14s %-9s%s%s%s%s\n", braid::collName(a.coll), a.name, a.ncclName ? " (" : "",
+           a.ncclName ? a.ncclName : "", a.ncclName ? ")" : "", a.needsSwitch ? " [switch]" : "");
     if (!brief) wrap(a.description, 6, 80);
   }
   return 0;

@@ -33,6 +33,7 @@ struct Options {
   std::vector<std::string> colls = {"all_reduce"};
   uint64_t minBytes = 8, maxBytes = 8ull << 30, factor = 8;
   bool csv = false;
+  bool collnet = false;  ///< an aggregation switch serves the job (CollNet algorithms)
 };
 
 void usage() {
@@ -41,12 +42,13 @@ void usage() {
       "                 [--model FILE] [--topo FILE.xml] [--channels C]\n"
       "                 [--coll all_reduce|all_gather|reduce_scatter|alltoall|broadcast|"
       "reduce|all]\n"
-      "                 [-b MIN] [-e MAX] [-f FACTOR] [--csv]\n"
+      "                 [-b MIN] [-e MAX] [-f FACTOR] [--csv] [--collnet]\n"
       "Prints each algorithm's predicted time (us) and busbw (GB/s) and the tuner's choice.\n"
       "Presets: h100 = NVLink4 450 GB/s per GPU and direction inside a node, one 400 Gb/s\n"
       "NIC per GPU; host = this project's measured shm/TCP defaults. --model overrides\n"
       "(key=value lines, see BRAID_TUNER_MODEL); --topo takes NVLink and NIC speeds from\n"
-      "a topology XML.\n");
+      "a topology XML. --collnet: an aggregation switch (SHARP, braid-switch) serves the\n"
+      "job, so the in-network algorithms (collnet_*) compete too.\n");
 }
 
 bool parseBytes(const char* s, uint64_t* out) {
@@ -162,6 +164,8 @@ int run(const Options& o) {
                            coll == Coll::kAllToAll;
       in.args.count = std::max<uint64_t>(1, bytes / 4 / (perRank ? uint64_t(n) : 1));
       in.args.layout = layout;
+      in.args.collnet = o.collnet && (coll == Coll::kAllReduce || coll == Coll::kAllGather ||
+                                      coll == Coll::kReduceScatter);
       in.model = model;
       in.minChannels = in.maxChannels = channels;
       const uint64_t size = in.args.count * 4 * (perRank ? uint64_t(n) : 1);
@@ -213,6 +217,7 @@ int main(int argc, char** argv) {
     else if (a == "--model") o.modelFile = next();
     else if (a == "--topo") o.topoFile = next();
     else if (a == "--csv") o.csv = true;
+    else if (a == "--collnet") o.collnet = true;
     else if (a == "--coll") {
       std::string c = next();
       if (c == "all") {

@@ -46,7 +46,8 @@ std::shared_ptr<const RankLayout> makeLayout(const std::vector<int>& nodes) {
   return std::make_shared<const RankLayout>(RankLayout::fromNodes(nodes));
 }
 
-bool isHier(const Algorithm& a) { return std::string(a.name) == "hier"; }
+/// The builders that need nodes of equal size (hierarchical and in-network ones).
+bool isHier(const Algorithm& a) { return std::string(a.name) == "hier" || usesSwitch(&a); }
 
 std::vector<int> collectiveAlgos() {
   std::vector<int> out;
@@ -360,6 +361,7 @@ TEST(HierShape, DeclinesNonUniformLayoutsAndFallsBack) {
     args.rank = 3;
     args.count = 100;
     args.layout = makeLayout({0, 0, 0, 1});
+    args.collnet = usesSwitch(&a);
     Plan plan;
     EXPECT_FALSE(a.build(args, PlanParams{}, &plan)) << collName(a.coll);
     plan = Plan{};

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -144,10 +145,42 @@ TEST(Registry, EmptyCallsBuildEmptyPlans) {
       args.nranks = n;
       args.rank = n - 1;
       args.count = 0;
+      args.collnet = a.needsSwitch;  // else they decline
       Plan plan;
       ASSERT_TRUE(a.build(args, PlanParams{}, &plan)) << collName(a.coll) << "/" << a.name;
       EXPECT_EQ(plan.programs.size(), 0u) << collName(a.coll) << "\n" << plan.toString();
     }
+  }
+}
+
+TEST(Registry, CollNetBuildersNeedASwitch) {
+  for (const Algorithm& a : allAlgorithms()) {
+    if (!a.needsSwitch) continue;
+    int toSwitch = 0, fromSwitch = 0;
+    for (int rank = 0; rank < 4; ++rank) {
+      PlanArgs args;
+      args.coll = a.coll;
+      args.nranks = 4;
+      args.rank = rank;
+      args.count = 1000;
+      args.layout = std::make_shared<const RankLayout>(RankLayout::fromNodes({0, 0, 1, 1}));
+      Plan plan;
+      EXPECT_FALSE(a.build(args, PlanParams{}, &plan)) << a.name << " without a switch";
+      args.collnet = true;
+      plan = Plan{};
+      ASSERT_TRUE(a.build(args, PlanParams{}, &plan)) << a.name;
+      EXPECT_NE(plan.switchOp, SwitchOp::kNone) << a.name;
+      for (const Program& p : plan.programs)
+        for (const Step& s : p.steps) {
+          toSwitch += s.sendPeer == kSwitchPeer;
+          fromSwitch += s.recvPeer == kSwitchPeer;
+        }
+      if (rank == 0) {
+        EXPECT_NE(plan.toString().find("to=switch"), std::string::npos) << a.name;
+      }
+    }
+    EXPECT_GT(toSwitch, 0) << a.name;
+    EXPECT_GT(fromSwitch, 0) << a.name;
   }
 }
 

@@ -92,6 +92,8 @@ std::string CaseSpec::describe() const {
   return s;
 }
 
+bool usesSwitch(const Algorithm* algo) { return algo->needsSwitch; }
+
 CaseResult runCase(const CaseSpec& spec) {
   CaseResult result;
   const Coll coll = spec.algo->coll;
@@ -112,6 +114,7 @@ CaseResult runCase(const CaseSpec& spec) {
     args.root = spec.root;
     args.inPlace = spec.inPlace;
     args.layout = spec.layout;
+    args.collnet = usesSwitch(spec.algo);
     plans[r].algorithm = spec.algo->name;
     if (!spec.algo->build(args, spec.setup.params, &plans[r])) {
       if (r > 0) {
@@ -248,6 +251,9 @@ CaseResult runCase(const CaseSpec& spec) {
   SimGeometry geo = spec.setup.geo;
   geo.direct = geo.direct && spec.allowDirect;
   Simulator sim(n, spec.setup.params.nChannels, geo);
+  if (usesSwitch(spec.algo))
+    sim.enableSwitch(spec.layout ? spec.layout
+                                 : std::make_shared<const RankLayout>(RankLayout::flat(n)));
   SimResult sr = sim.run(ranks);
   if (!sr.ok) {
     result.message = spec.describe() + ": " + sr.error;

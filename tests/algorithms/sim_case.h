@@ -45,7 +45,11 @@ struct CaseResult {
   std::string message;  ///< failure details (with describe()), or why unsupported
 };
 
+/// Runs the case in the Simulator; CollNet algorithms get the switch model
+/// (Simulator::enableSwitch on the spec's layout) and PlanArgs::collnet.
 CaseResult runCase(const CaseSpec& spec);
+/// The algorithm talks to the aggregation switch (Algorithm::needsSwitch).
+bool usesSwitch(const Algorithm* algo);
 
 /// Whether the collective reduces (and so takes an op).
 bool isReducing(Coll c);

@@ -39,13 +39,21 @@ mn_up() {
     mn_fail "netns-cluster.sh up $* --prefix $PREFIX failed"
 }
 
-# mn_algorithms BRAID_INFO COLLKEY: the NCCL_ALGO names of one collective, from the
-# algorithm table of `braid-info --brief` ("  AllReduce      ring      (Ring)"). COLLKEY is
-# the perf program's name without underscores (allreduce, alltoall, sendrecv, ...).
+# mn_algorithms BRAID_INFO COLLKEY [plain|switch|all]: the NCCL_ALGO names of one
+# collective, from the algorithm table of `braid-info --brief` ("  AllReduce      ring
+# (Ring)"). COLLKEY is the perf program's name without underscores (allreduce, alltoall,
+# sendrecv, ...). Algorithms marked " [switch]" (in-network: they need a braid-switch,
+# without one a forced run only falls back) are left out unless asked for: "switch" lists
+# only those, "all" every one; "plain" (the default) the others.
 mn_algorithms() {
-  "$1" --brief | awk -v want="$2" '
+  "$1" --brief | awk -v want="$2" -v which="${3:-plain}" '
     /^Algorithms/ { on = 1; next }
-    on && /^  [A-Za-z]/ { c = tolower($1); gsub(/_/, "", c); if (c == want) print $2 }'
+    on && /^  [A-Za-z]/ {
+      c = tolower($1); gsub(/_/, "", c)
+      if (c != want) next
+      sw = $NF == "[switch]"
+      if (which == "all" || (which == "switch" && sw) || (which == "plain" && !sw)) print $2
+    }'
 }
 
 # mn_judge LOG: the perf program's verdict from its (rank-prefixed) output: result rows,
@@ -110,4 +118,39 @@ mn_algorithms_used() {
       if (a != "") n[a]++
     }
     END { for (a in n) printf "%s ", a }' "$1"
+}
+
+# mn_collnet LOG COLLKEY ALGO WORLD: the run went through the switch. Every one of WORLD
+# ranks printed "CollNet BraidSwitch" (NCCL_DEBUG_SUBSYS=INIT) and none warned that the
+# collnet is not used or failed to set up; with ALGO (not "tuner"), every TUNING line of
+# the collective names ALGO and nothing warned that NCCL_ALGO allows no algorithm (a
+# forced switch algorithm that silently fell back to a host one fails). Prints the
+# algorithms used, or why not and returns 1.
+mn_collnet() {
+  local log=$1 key=$2 algo=$3 world=$4 ranks used a
+  ranks=$(grep ' NCCL INFO .*CollNet BraidSwitch' "$log" | awk '{print $1}' | sort -u | wc -l)
+  if [ "$ranks" -ne "$world" ]; then
+    echo "$ranks of $world ranks printed 'CollNet BraidSwitch'"
+    grep -m 5 'CollNet not used\|CollNet setup failed\|NCCL WARN' "$log"
+    return 1
+  fi
+  if grep -q 'CollNet not used\|CollNet setup failed' "$log"; then
+    grep -m 3 'CollNet not used\|CollNet setup failed' "$log"
+    return 1
+  fi
+  used=$(mn_algorithms_used "$log" "$key")
+  [ -n "$used" ] || { echo "no TUNING line for $key"; return 1; }
+  if [ "$algo" != tuner ]; then
+    for a in $used; do
+      if [ "${a%%/*}" != "$algo" ]; then
+        echo "ran $a although NCCL_ALGO forced $algo: used [${used% }]"
+        return 1
+      fi
+    done
+    if grep -q 'allows\{0,1\} no algorithm' "$log"; then
+      grep -m 3 'allows\{0,1\} no algorithm' "$log"
+      return 1
+    fi
+  fi
+  echo "collnet on $world ranks, used [${used% }]"
 }

@@ -3,6 +3,7 @@
 // the adapter), fallbacks with a reason, and the Socket net through its table.
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -14,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "nccl.h"
 #include "src/core/error.h"
 #include "src/net/net_registry.h"
 
@@ -237,6 +239,82 @@ TEST(NetRegistry, AV11PluginByPathIsPreferredAndWorks) {
   const Net* sock = nullptr;
   ASSERT_EQ(NetRegistry::get().select("Socket", &sock), ncclSuccess);
   EXPECT_EQ(sock->name, "Socket");
+}
+
+/// The counters XColl (tests/net/plugins/xcoll.c) keeps of the calls made to it.
+long xcollCount(int which) {
+  void* lib = dlopen(plugin("x").c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return -1;
+  auto* counts = static_cast<long*>(dlsym(lib, "xcollCounts"));
+  const long v = counts ? __atomic_load_n(&counts[which], __ATOMIC_SEQ_CST) : -1;
+  dlclose(lib);
+  return v;
+}
+enum { kXcConnect = 2, kXcAllReduce = 4, kXcAllGather = 5, kXcReduceScatter = 6, kXcClose = 8 };
+
+/// Two thread ranks run all-reduce, all-gather and reduce-scatter with `algo`; checked.
+void runTwoRanks(const char* what) {
+  ncclComm_t comms[2];
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess) << what << ": " << ncclGetLastError(nullptr);
+  const size_t count = 100003;
+  std::vector<float> in[2], out[2], gathered[2], part[2];
+  for (int r = 0; r < 2; ++r) {
+    in[r].assign(count * 2, float(r + 1));
+    out[r].assign(count, 0);
+    gathered[r].assign(count * 2, 0);
+    part[r].assign(count, 0);
+  }
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(ncclAllReduce(in[r].data(), out[r].data(), count, ncclFloat32, ncclSum, comms[r],
+                            nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(ncclAllGather(in[r].data(), gathered[r].data(), count, ncclFloat32, comms[r],
+                            nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(ncclReduceScatter(in[r].data(), part[r].data(), count, ncclFloat32, ncclMax,
+                                comms[r], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(out[r][0], 3.0f) << what;
+    EXPECT_EQ(out[r][count - 1], 3.0f) << what;
+    EXPECT_EQ(gathered[r][0], 1.0f) << what;
+    EXPECT_EQ(gathered[r][2 * count - 1], 2.0f) << what;
+    EXPECT_EQ(part[r][count - 1], 2.0f) << what;
+    EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+  }
+}
+
+TEST(NetRegistry, APluginsCollNetTableIsLoadedAndDriven) {
+  EnvGuard env;
+  env.set("NCCL_NET_PLUGIN", plugin("x"));
+  const Net* net = nullptr;
+  ASSERT_EQ(NetRegistry::get().select("", &net), ncclSuccess);
+  ASSERT_NE(net->collTable, nullptr) << "ncclCollNetPlugin_v11 not found in " << net->library;
+  EXPECT_STREQ(net->collTable->name, "XColl");
+  // One node of two thread ranks: XColl's groups have one member (it takes no more).
+  env.set("NCCL_COLLNET_ENABLE", "1");
+  env.set("NCCL_COLLNET_NODE_THRESHOLD", "1");
+  env.set("NCCL_ALGO", "allreduce:collnet_chain;allgather:collnet;reducescatter:collnet");
+  const long connects = xcollCount(kXcConnect), ars = xcollCount(kXcAllReduce);
+  const long ags = xcollCount(kXcAllGather), rss = xcollCount(kXcReduceScatter);
+  const long closes = xcollCount(kXcClose);
+  runTwoRanks("XColl");
+  EXPECT_GE(xcollCount(kXcConnect) - connects, 2) << "every rank connects a collComm";
+  EXPECT_GT(xcollCount(kXcAllReduce), ars);
+  EXPECT_GT(xcollCount(kXcAllGather), ags);
+  EXPECT_GT(xcollCount(kXcReduceScatter), rss);
+  EXPECT_EQ(xcollCount(kXcClose) - closes, xcollCount(kXcConnect) - connects)
+      << "every collComm is closed at destroy";
+  // No device: setup falls back (a warning), and the collectives still run.
+  env.set("XCOLL_DEVICES", "0");
+  const long before = xcollCount(kXcConnect);
+  runTwoRanks("XColl without a device");
+  EXPECT_EQ(xcollCount(kXcConnect), before);
 }
 
 TEST(NetRegistry, AV8PluginIsAdaptedToV11) {
