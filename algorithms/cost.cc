@@ -5,6 +5,8 @@
 // ring; k ranks of a node crossing to other nodes at once share the node's NIC.
 #include "algorithms/cost.h"
 
+#include "algorithms/patterns/tree.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -135,12 +137,32 @@ double pairwise(const Ctx& c) {
 
 // ---- trees and recursive algorithms -------------------------------------------------------
 
+/// Most halves of the message (S/2 each) one node's head moves over the network in one
+/// direction in the double binary tree: per tree, S/2 to or from each neighbour on
+/// another node (the parent, and each child: up, then down). A head with a parent and
+/// two children in one tree and a leaf in the other moves 2 S each way; over two nodes,
+/// S. (Ring all-reduce: 2(N-1)/N S; the switch: S.)
+int treeCrossHalves(const Ctx& c) {
+  int most = 2;
+  for (int v = 0; c.L && v < c.N; ++v) {
+    const int head = c.L->nodeRanks[size_t(v)][0];
+    int halves = 0;
+    for (int t = 0; t < 2; ++t) {
+      const patterns::TreeLinks l = patterns::layoutTree(*c.L, head, t);
+      halves += l.parent >= 0 && c.crosses(head, l.parent);
+      for (int ch : l.children) halves += c.crosses(head, ch);
+    }
+    most = std::max(most, halves);
+  }
+  return most;
+}
+
 double tree(const Ctx& c) {
   // Inter-node double binary tree over nodes, chains inside nodes (one node: a binary
   // tree over ranks). Both trees carry half the data. A rank is interior in at most one
-  // tree: about 1.5 S in and 1.5 S out over its node's links; across nodes, each
-  // direction of a node's network carries S (half up in one tree, half down in the
-  // other). The pipeline fills through the depth in chunks.
+  // tree: about 1.5 S in and 1.5 S out over its node's links; across nodes a node's
+  // network carries up to 2 S each way (treeCrossHalves). The pipeline fills through
+  // the depth in chunks.
   const double dInter = c.N > 1 ? floorLog2(c.N) : 0;  // binary tree depth
   const double dIntra = c.N > 1 ? c.m - 1 : floorLog2(c.n);
   const double lat = 2 * (dInter * (c.M->stepUs + c.M->inter.alphaUs) +
@@ -149,7 +171,7 @@ double tree(const Ctx& c) {
   const int k = std::max(1, std::min(c.nChannels, c.m));
   double wire = 1.5 * c.S / c.intraBw();
   const double inter = c.N > 1 ? k * c.interBw(k) : c.intraBw();  // heads cross in parallel
-  if (c.N > 1) wire = std::max(wire, c.S / inter);
+  if (c.N > 1) wire = std::max(wire, treeCrossHalves(c) * half / inter);
   // One chunk's way up and down the tree; later chunks follow it in pipeline.
   const double path = dInter * chunk / inter + dIntra * chunk / c.intraBw();
   const double chunks = steps(half, c.C);

@@ -69,6 +69,8 @@ const char* stepKindName(StepKind k);
 ///   kAllGather      group-size times the bytes sent: every member's message in order;
 ///   kReduceScatter  the sent bytes divided by group size: the member's part, reduced.
 constexpr int32_t kSwitchPeer = -2;
+/// Channels a plan may talk to the switch on (a collComm per channel and local rank).
+constexpr int kMaxSwitchChannels = 4;
 enum class SwitchOp : uint8_t { kNone = 0, kAllReduce, kAllGather, kReduceScatter };
 const char* switchOpName(SwitchOp op);
 

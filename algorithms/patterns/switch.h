@@ -5,9 +5,9 @@
 //
 //   send 0, send 1, send 2, recv 0, send 3, recv 1, ... , recv n-1
 //
-// Deadlock-free for depth <= 3 whatever the connection's sizes: what is outstanding
-// fits in the send FIFO (two messages of at most chunkBytes, half a FIFO each) plus
-// the connection's staging (at least one message in flight).
+// Deadlock-free for depth <= 3: what is outstanding fits in the send FIFO (one message
+// of at most chunkBytes, half a FIFO rounded up to whole slots) plus the connection's
+// staging (CollNetPort keeps at least two messages in flight).
 #pragma once
 #include <functional>
 

@@ -136,7 +136,7 @@ const IntParam kCollNetNodeThreshold("NCCL_COLLNET_NODE_THRESHOLD", 2,
     "Fewest nodes for which a communicator sets up CollNet.");
 const IntParam kCollNetInflight("BRAID_COLLNET_INFLIGHT", 4,
     "Switch messages (collnet collectives) each rank keeps posted at once per channel "
-    "(1 to 8).");
+    "(2 to 8).");
 
 const IntParam kTimeoutMs("BRAID_TIMEOUT_MS", 300000,
     "A collective waiting this long without progress fails with ncclSystemError naming "

@@ -235,6 +235,9 @@ void Comm::closeConnections(uint32_t why) {
   for (auto& kv : recvs)
     if (kv.second.fifo.valid()) kv.second.fifo.close(why);
   if (device) device->closeConnections(why);
+  // The switch must learn now, or the other nodes would wait for our messages until
+  // their timeout: closing the collComms fails the switch groups for every member.
+  if (collnet) collnet->abandon();
 }
 
 ncclResult_t Comm::fatal(ncclResult_t code) {

@@ -72,6 +72,7 @@ struct InitRecord {
   int32_t deviceChannels;
   uint64_t specHash;   ///< NCCL_ALGO and NCCL_PROTO (every rank must choose alike)
   int32_t modelError;  ///< this rank's BRAID_TUNER_MODEL could not be read
+  int32_t collnetEnable;  ///< NCCL_COLLNET_ENABLE on this rank
   CostModel model;
 };
 
@@ -211,6 +212,7 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   me.deviceChannels = comm->settings.deviceChannels;
   me.smallMsgBytes = comm->settings.smallMsgBytes;
   me.specHash = specHash(comm->settings);
+  me.collnetEnable = param::kCollNetEnable.get();
   // A bad model file fails every rank (after the exchange, so none waits for it).
   const ncclResult_t modelResult = loadCostModel(comm, &me.model);
   me.modelError = modelResult != ncclSuccess;
@@ -257,9 +259,13 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   if (r != ncclSuccess) return finish(r);
   comm->layout = std::make_shared<const RankLayout>(makeLayout(comm->peers, keys));
   BRAID_INFO(kLogGraph, "layout: %s", comm->layout->describe().c_str());
-  {
+  // CollNet: only when some rank asked for it (every rank then takes part in the setup,
+  // which goes ahead only if every rank asked).
+  int collnetWishes = 0;
+  for (const InitRecord& o : all) collnetWishes += o.collnetEnable != 0;
+  if (collnetWishes > 0) {
     std::unique_ptr<CollNetState> collnet;
-    r = CollNetState::setup(comm, &collnet);
+    r = CollNetState::setup(comm, collnetWishes == nranks, &collnet);
     if (r != ncclSuccess) return finish(r);
     comm->collnet = std::move(collnet);
   }

@@ -23,6 +23,7 @@
 #include "src/device/cuda_rt.h"
 #include "src/device/device_comm.h"
 #include "src/exec/fifo.h"
+#include "transports/collnet/collnet_state.h"
 
 using namespace braid;
 
@@ -49,6 +50,9 @@ void releaseMemory(Comm* c) {
   }
   c->sends.clear();
   c->recvs.clear();
+  // The switch connections stay (their collComms are collective to make again): only
+  // the executor's ends go, put back at once.
+  if (c->collnet) c->collnet->attachEnds(c);
   c->planCache.clear();
 }
 

@@ -166,6 +166,9 @@ std::vector<TuneChoice> rankChoices(const TuneInput& in, bool ignoreSpecs) {
         c.params.chunkBytes = std::max<uint64_t>(64, cap & ~uint64_t(63));
         c.params.nChannels =
             std::max(in.minChannels, std::min(preferredChannels(a), in.maxChannels));
+        if (a.needsSwitch)  // one switch connection per channel, at most this many
+          c.params.nChannels = std::min(c.params.nChannels,
+                                        std::min(kMaxSwitchChannels, std::max(1, in.maxChannels)));
         CostQuery q;
         q.coll = in.args.coll;
         q.nranks = in.args.nranks;

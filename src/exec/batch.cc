@@ -375,9 +375,11 @@ PlanArgs planArgsFor(const Comm* comm, const OpRecord& op) {
   size_t sb = 0, rb = 0;
   extents(op, comm->nranks, &sb, &rb);
   args.inPlace = overlaps(op.sendbuff, sb, op.recvbuff, rb);
-  args.collnet = (op.coll == Coll::kAllReduce || op.coll == Coll::kAllGather ||
-                  op.coll == Coll::kReduceScatter) &&
-                 comm->collnetSupports(op.type, op.op);
+  // All-gather reduces nothing: the switch's presence is enough.
+  args.collnet = op.coll == Coll::kAllGather
+                     ? comm->collnet != nullptr
+                     : (op.coll == Coll::kAllReduce || op.coll == Coll::kReduceScatter) &&
+                           comm->collnetSupports(op.type, op.op);
   if (op.coll == Coll::kSendRecv) {
     P2pOp p;
     p.isSend = op.isSend;

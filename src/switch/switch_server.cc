@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <new>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "src/config/log.h"
 #include "src/core/error.h"
@@ -547,7 +549,16 @@ bool SwitchServer::onControl(FrameConn* c, const wire::FrameHeader& h, std::stri
       case wire::kOp: {
         wire::OpDesc d;
         std::memcpy(&d, payload.data(), sizeof d);
-        if (!g->onOp(c->port, h.seq, d, &why)) {
+        bool ok = false;
+        try {
+          ok = g->onOp(c->port, h.seq, d, &why);
+        } catch (const std::bad_alloc&) {
+          // Buffers for an operation this large cannot be had: this group fails, the
+          // switch and its other groups go on.
+          why = "out of memory for operation #" + std::to_string(h.seq) + " (" +
+                std::to_string(d.count) + " elements)";
+        }
+        if (!ok) {
           failGroup(g, g->label() + ": " + why, false);
           return false;
         }

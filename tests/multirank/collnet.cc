@@ -263,6 +263,22 @@ TEST_F(CollNetProcs, BothAllReducesOnThreeNodesOfTwoWithSmallFifos) {
   }
 }
 
+TEST_F(CollNetProcs, SuspendAndResumeKeepTheSwitch) {
+  runNodes(2, 1, sw_.address(), "allreduce:collnet_direct", dir_,
+           [](ncclComm_t& comm, int rank, int) {
+             std::vector<float> in(50000, float(rank + 1)), out(50000, 0);
+             for (int round = 0; round < 2; ++round) {
+               MR_NCCL_OK(ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat32, ncclSum,
+                                        comm, nullptr));
+               EXPECT_EQ(out[49999], 3.0f) << "round " << round;
+               // Dropping the dynamic buffers must leave the switch connections usable.
+               MR_NCCL_OK(ncclCommSuspend(comm, NCCL_SUSPEND_MEM));
+               MR_NCCL_OK(ncclCommResume(comm));
+             }
+           });
+  expectCollNetUsed(2, "collnet_direct");
+}
+
 TEST_F(CollNetProcs, NoSwitchFallsBackWithAWarning) {
   // A port nobody listens on (bound, never listened: connects are refused), so every
   // rank falls back.
@@ -319,7 +335,9 @@ TEST(CollNetThreads, OneNodeThroughTheSwitch) {
 }
 
 /// A long all-reduce loop in which something dies; every rank left must fail fast.
-void loopUntilFailure(ncclComm_t& comm, int rank, int victim) {
+/// A rank listed in `holdOn` keeps its failed communicator for a while before aborting
+/// (as an application deciding how to recover would).
+void loopUntilFailure(ncclComm_t& comm, int rank, int victim, std::vector<int> holdOn = {}) {
   const size_t count = 1 << 18;
   std::vector<float> in(count, 1.0f), out(count, 0.0f);
   for (int it = 0; it < 100000; ++it) {
@@ -335,8 +353,10 @@ void loopUntilFailure(ncclComm_t& comm, int rank, int victim) {
     const double took = secondsSince(t0);
     EXPECT_TRUE(r == ncclRemoteError || r == ncclSystemError)
         << "rank " << rank << ": " << ncclGetErrorString(r) << " - " << ncclGetLastError(comm);
-    EXPECT_LT(took, 15.0) << "rank " << rank << " took " << took << " s to notice: "
+    EXPECT_LT(took, 10.0) << "rank " << rank << " took " << took << " s to notice: "
                           << ncclGetLastError(comm);
+    for (int h : holdOn)
+      if (h == rank) std::this_thread::sleep_for(std::chrono::seconds(12));
     EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
     comm = nullptr;
     return;
@@ -367,6 +387,25 @@ TEST_F(CollNetProcs, KilledHeadFailsTheOthers) {
              EXPECT_EQ(out[4095], 3.0f);
            });
   expectCollNetUsed(2, "collnet_chain");
+}
+
+TEST_F(CollNetProcs, KilledNonHeadFailsTheOtherNodesAtOnce) {
+  // Rank 1 (node 0, not a head) dies; rank 0 notices through shm and keeps its failed
+  // communicator open 12 s. Nodes 1's ranks wait on the switch for node 0's messages:
+  // they must learn within the bound (rank 0's failure closes its switch connection,
+  // which fails the group), not at BRAID_TIMEOUT_MS.
+  RunOptions opts;
+  opts.failOnSignal = false;
+  opts.watchdogSeconds = 90;
+  auto outcomes = runNodes(
+      2, 2, sw_.address(), "allreduce:collnet_chain", dir_,
+      [](ncclComm_t& comm, int rank, int) { loopUntilFailure(comm, rank, 1, {0}); }, opts,
+      {{"BRAID_PEER_CHECK_MS", "100"}, {"BRAID_TIMEOUT_MS", "60000"}});
+  ASSERT_EQ(outcomes.size(), 4u);
+  EXPECT_EQ(outcomes[1].signal, SIGKILL);
+  for (int r : {0, 2, 3})
+    EXPECT_TRUE(outcomes[size_t(r)].exited && outcomes[size_t(r)].exitCode == 0)
+        << "rank " << r << ":\n" << outcomes[size_t(r)].messages;
 }
 
 TEST_F(CollNetProcs, KilledSwitchFailsEveryRank) {

@@ -111,6 +111,33 @@ TEST(Choices, NodeAwareAlgorithmsWinAcrossASlowNetwork) {
   }
 }
 
+TEST(Choices, TheSwitchWinsLargeAllReducesAcrossASlowNetwork) {
+  // With a switch each node sends and receives the message once: on 4 nodes the ring
+  // moves 1.5x that and the double binary tree 2x (a head with a parent and two
+  // children), on 3 nodes 1.33x and 1.5x, so in-network reduction must win from a few
+  // MiB (measured on the shaped namespace cluster: docs/performance.md). (On 2 nodes
+  // the tree and hier also move the message once per node: a tie in the model.)
+  for (const RankLayout& l : {RankLayout::fromNodes({0, 1, 2, 3}),
+                              RankLayout::fromNodes({0, 0, 1, 1, 2, 2}),
+                              RankLayout::fromNodes({0, 0, 1, 1, 2, 2, 3, 3})}) {
+    for (uint64_t count : {1ull << 20, 1ull << 22, 1ull << 24}) {
+      TuneInput in = input(Coll::kAllReduce, count, l, shapedModel());
+      in.args.collnet = true;
+      auto c = rankChoices(in);
+      const std::string best = c.front().algo->name;
+      EXPECT_EQ(best.rfind("collnet", 0), 0u) << l.describe() << " " << count << ": " << best;
+      double ring = -1;
+      for (const TuneChoice& ch : c)
+        if (std::string(ch.algo->name) == "ring" && ring < 0) ring = ch.us;
+      EXPECT_GT(ring, c.front().us * 1.2) << l.describe() << " " << count;
+    }
+  }
+  // Without a switch they are never candidates, whatever NCCL_ALGO says.
+  TuneInput in = input(Coll::kAllReduce, 1 << 24, RankLayout::fromNodes({0, 1, 2, 3}), shapedModel());
+  in.algoSpec = "allreduce:collnet_chain";
+  for (const TuneChoice& ch : rankChoices(in)) EXPECT_FALSE(ch.algo->needsSwitch) << ch.algo->name;
+}
+
 TEST(Choices, OneNodeSmallMessagesGoOneShot) {
   const RankLayout l = RankLayout::flat(4);
   auto c = rankChoices(input(Coll::kAllReduce, 2, l, defaultCostModel(0)));

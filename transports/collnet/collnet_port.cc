@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include "transports/collnet/collnet_proxy.h"
+
 namespace braid {
 namespace {
 
@@ -26,7 +28,10 @@ ncclRedOp_t switchRedOp(const Reducer& red) {
 }  // namespace
 
 CollNetPort::CollNetPort(const CollNetPortConfig& cfg) : cfg_(cfg) {
-  cfg_.inflight = std::max(1, std::min(cfg_.inflight, kMaxInflight));
+  // At least 2: a plan keeps up to patterns::kSwitchDepth (3) messages outstanding, of
+  // which the send FIFO holds only one for sure (a message is at most half a FIFO,
+  // rounded to whole slots); the others must be in staging.
+  cfg_.inflight = std::max(2, std::min(cfg_.inflight, kMaxInflight));
   sendMem_ = allocFifo(cfg_.geometry);
   recvMem_ = allocFifo(cfg_.geometry);
   fromExec_.attach(sendMem_);
@@ -56,6 +61,7 @@ ConnTable::Announce CollNetPort::announce(SwitchOp op, uint64_t bytes, const Red
   m.avg = red.kind() == Reducer::Kind::kSum && red.hasPost();
   m.bytes = bytes;
   qTail_.store(tail + 1, std::memory_order_release);
+  CollNetProxy::get().wake();  // a napping proxy looks at once
   return ConnTable::Announce::kOk;
 }
 

@@ -41,7 +41,7 @@ struct CollNetPortConfig {
   int groupRank = 0;         ///< this rank's index in it
   int commRanks = 1;         ///< ranks of the communicator (Avg divides by this)
   FifoGeometry geometry;     ///< of both FIFOs
-  int inflight = 4;          ///< collectives posted at once (at most kMaxInflight)
+  int inflight = 4;          ///< collectives posted at once (2 .. kMaxInflight)
   std::string name;          ///< "switch group 1 channel 0 (BraidSwitch)", for messages
 };
 
@@ -69,6 +69,10 @@ class CollNetPort {
   /// Every announced message delivered (or the port failed).
   bool drained() const;
   bool failed() const { return failed_.load(std::memory_order_acquire); }
+  /// Fails the port from outside (its collComm was closed; the proxy no longer runs it).
+  void abandon(const std::string& why) { fail(why); }
+  /// Operations posted to the collnet and not completed yet (proxy thread).
+  bool waitingOnNet() const { return completed_ < posted_; }
   /// Why it failed (valid once failed()).
   std::string reason() const;
 

@@ -38,7 +38,10 @@ void CollNetProxy::remove(const CollNetPort* port) {
     last = ports_.empty();
     if (last) stop_ = true;
   }
-  if (last && thread_.joinable()) thread_.join();
+  if (last) {
+    wake();
+    if (thread_.joinable()) thread_.join();
+  }
 }
 
 void CollNetProxy::loop() {
@@ -46,11 +49,14 @@ void CollNetProxy::loop() {
   auto lastMove = Clock::now();
   int napUs = 50;
   for (;;) {
-    bool moved = false;
+    bool moved = false, onNet = false;
     {
       std::lock_guard<std::mutex> lk(mu_);
       if (stop_) return;
-      for (auto& p : ports_) moved |= p->progress();
+      for (auto& p : ports_) {
+        moved |= p->progress();
+        onNet |= p->waitingOnNet();
+      }
     }
     if (moved) {
       lastMove = Clock::now();
@@ -61,8 +67,17 @@ void CollNetProxy::loop() {
       std::this_thread::yield();
       continue;
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(napUs));
-    napUs = std::min(napUs * 2, 1000);
+    // Nap; an announce (or remove) ends it early. Announces published before `napping_`
+    // is set are seen by the progress pass after the nap at the latest (50 us..1 ms).
+    {
+      std::unique_lock<std::mutex> lk(napMu_);
+      const uint64_t seen = wakeups_;
+      napping_.store(true, std::memory_order_seq_cst);
+      napCv_.wait_for(lk, std::chrono::microseconds(onNet ? 50 : napUs),
+                      [&] { return wakeups_ != seen; });
+      napping_.store(false, std::memory_order_relaxed);
+    }
+    napUs = onNet ? 50 : std::min(napUs * 2, 1000);
   }
 }
 

@@ -13,13 +13,11 @@
 namespace braid {
 namespace {
 
-constexpr int kMaxChannels = 4;
-
 /// What every rank tells the others before connecting.
 struct SetupRecord {
   int32_t ok;  ///< wants CollNet and listened on every channel
   char why[116];
-  unsigned char handles[kMaxChannels][NCCL_NET_HANDLE_MAXSIZE];
+  unsigned char handles[kMaxSwitchChannels][NCCL_NET_HANDLE_MAXSIZE];
 };
 
 /// The switch side of a (kSwitchPeer, channel) connection end.
@@ -43,7 +41,7 @@ void copyWhy(SetupRecord* r, const std::string& why) {
 
 }  // namespace
 
-ncclResult_t CollNetState::setup(Comm* comm, std::unique_ptr<CollNetState>* out) {
+ncclResult_t CollNetState::setup(Comm* comm, bool everyRank, std::unique_ptr<CollNetState>* out) {
   out->reset();
   const RankLayout& layout = *comm->layout;
   const int nranks = comm->nranks, rank = comm->rank;
@@ -52,13 +50,14 @@ ncclResult_t CollNetState::setup(Comm* comm, std::unique_ptr<CollNetState>* out)
   // Every rank takes part in the allgather below whatever its own settings say, so
   // the decision is common: CollNet only if every rank wants it and is ready.
   std::unique_ptr<CollNetState> st(new CollNetState());
-  const int nch = std::min(kMaxChannels, std::max(1, comm->settings.maxChannels));
+  const int nch = std::min(kMaxSwitchChannels, std::max(1, comm->settings.maxChannels));
   std::vector<SetupRecord> recs(static_cast<size_t>(nranks));
   SetupRecord& me = recs[size_t(rank)];
   std::memset(&me, 0, sizeof me);
   std::vector<void*> listens(static_cast<size_t>(nch), nullptr);
   std::string why;
   if (!enabled) why = "NCCL_COLLNET_ENABLE is not set";
+  else if (!everyRank) why = "NCCL_COLLNET_ENABLE is not set on every rank";
   else if (layout.nNodes < threshold)
     why = std::to_string(layout.nNodes) + " node(s), fewer than NCCL_COLLNET_NODE_THRESHOLD=" +
           std::to_string(threshold);
@@ -137,8 +136,9 @@ ncclResult_t CollNetState::setup(Comm* comm, std::unique_ptr<CollNetState>* out)
       if (!oks[size_t(i)]) bad = i;
   if (r != ncclSuccess || bad >= 0) {
     if (r == ncclSuccess)
-      BRAID_WARN("CollNet setup failed on rank %d%s%s; %s falls back to point-to-point "
-                 "algorithms", bad, why.empty() ? "" : ": ", why.c_str(), comm->who().c_str());
+      BRAID_WARN("CollNet setup failed (first on rank %d)%s%s; %s falls back to "
+                 "point-to-point algorithms", bad, why.empty() ? "" : "; here: ", why.c_str(),
+                 comm->who().c_str());
     return r;  // st's destructor closes what was connected
   }
 
@@ -160,15 +160,9 @@ ncclResult_t CollNetState::setup(Comm* comm, std::unique_ptr<CollNetState>* out)
     cfg.inflight = int(param::kCollNetInflight.get());
     cfg.name = st->name_ + " group of local rank " + std::to_string(l) + ", channel " +
                std::to_string(ch);
-    auto port = std::make_shared<CollNetPort>(cfg);
-    SendSide& s = comm->sends[Comm::connKey(kSwitchPeer, ch)];
-    s.fifo.attach(port->sendFifo());
-    s.res = std::make_unique<SwitchResource>(port);
-    RecvSide& rv = comm->recvs[Comm::connKey(kSwitchPeer, ch)];
-    rv.fifo.attach(port->recvFifo());
-    rv.res = std::make_unique<SwitchResource>(port);
-    st->ports_.push_back(port);
+    st->ports_.push_back(std::make_shared<CollNetPort>(cfg));
   }
+  st->attachEnds(comm);
   for (auto& p : st->ports_) CollNetProxy::get().add(p);
   st->registered_ = true;
   BRAID_INFO(kLogInit, "%s: CollNet %s, %d switch group(s) of %d node(s), %d channel(s)",
@@ -177,18 +171,42 @@ ncclResult_t CollNetState::setup(Comm* comm, std::unique_ptr<CollNetState>* out)
   return ncclSuccess;
 }
 
-CollNetState::~CollNetState() { closeAll(); }
+void CollNetState::attachEnds(Comm* comm) const {
+  for (size_t ch = 0; ch < ports_.size(); ++ch) {
+    const std::shared_ptr<CollNetPort>& port = ports_[ch];
+    SendSide& s = comm->sends[Comm::connKey(kSwitchPeer, int(ch))];
+    s.fifo.attach(port->sendFifo());
+    s.res = std::make_unique<SwitchResource>(port);
+    RecvSide& rv = comm->recvs[Comm::connKey(kSwitchPeer, int(ch))];
+    rv.fifo.attach(port->recvFifo());
+    rv.res = std::make_unique<SwitchResource>(port);
+  }
+}
+
+CollNetState::~CollNetState() {
+  closeAll();
+  ports_.clear();  // staging buffers go only after the collComms are closed
+  if (ctx_ && coll_->finalize) coll_->finalize(ctx_);
+}
+
+void CollNetState::abandon() {
+  closeAll();
+  for (auto& p : ports_) p->abandon("the communicator failed");
+}
 
 void CollNetState::closeAll() {
+  std::lock_guard<std::mutex> lk(closeMu_);
   if (registered_)
     for (auto& p : ports_) CollNetProxy::get().remove(p.get());
   registered_ = false;
-  ports_.clear();
-  for (void* c : collComms_)
-    if (c) coll_->closeColl(c);
-  collComms_.clear();
-  if (ctx_ && coll_->finalize) coll_->finalize(ctx_);
-  ctx_ = nullptr;
+  // Closing a collComm with operations posted ends them (the switch fails the group
+  // for the other members); the ports' staging stays allocated until the destructor,
+  // so a plugin still writing into it until closeColl returns writes into live memory.
+  for (void*& c : collComms_)
+    if (c) {
+      coll_->closeColl(c);
+      c = nullptr;
+    }
 }
 
 bool CollNetState::supports(ncclDataType_t type, ncclRedOp_t op) const {

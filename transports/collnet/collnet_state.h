@@ -15,6 +15,7 @@
 // (kSwitchPeer, channel) in the communicator's connection table point at it.
 #pragma once
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,17 +29,25 @@ struct Comm;
 
 class CollNetState {
  public:
-  /// Collective over comm's ranks (after the layout is known). *out stays null when
-  /// CollNet is off, not possible, or failed (then with a WARN); errors of the
-  /// bootstrap itself are returned.
-  static ncclResult_t setup(Comm* comm, std::unique_ptr<CollNetState>* out);
+  /// Collective over comm's ranks (after the layout is known; called when some rank set
+  /// NCCL_COLLNET_ENABLE, `everyRank` when all did). *out stays null when CollNet is
+  /// off, not possible, or failed (then with a WARN); errors of the bootstrap itself are
+  /// returned.
+  static ncclResult_t setup(Comm* comm, bool everyRank, std::unique_ptr<CollNetState>* out);
   ~CollNetState();
+  /// The communicator failed: closes every collComm now (the switch then fails the
+  /// group for the other members at once, instead of leaving them waiting for this
+  /// rank's messages) and stops progressing the ports. Later ops find the ports failed.
+  void abandon();
 
   /// The collnet supports this reduction (built-in type and op; Avg and PreMulSum
   /// reach it as sums).
   bool supports(ncclDataType_t type, ncclRedOp_t op) const;
   CollNetPort* port(int channel) const;
   int channels() const { return int(ports_.size()); }
+  /// Re-attaches the executor's ends of the ports to a connection table emptied by
+  /// ncclCommSuspend (the ports and their collComms stay).
+  void attachEnds(Comm* comm) const;
   const std::string& name() const { return name_; }
 
  private:
@@ -51,6 +60,7 @@ class CollNetState {
   std::vector<void*> collComms_;  ///< per channel
   std::vector<std::shared_ptr<CollNetPort>> ports_;
   bool registered_ = false;       ///< ports handed to the CollNetProxy
+  std::mutex closeMu_;            ///< abandon() (any thread) vs the destructor
   unsigned char supported_[32][8] = {};  ///< [type][op] from reduceSupport
 };
 
