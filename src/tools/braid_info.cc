@@ -1,10 +1,12 @@
 // braid-info: prints Braid's version, build features and every environment variable
 // it reads, with its current value, default and meaning.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "algorithms/registry.h"
+#include "src/bootstrap/unique_id.h"
 #include "braid/braid.h"
 #include "nccl.h"
 #include "src/config/params.h"
@@ -98,10 +100,23 @@ int main(int argc, char** argv) {
     printNetworks();
     return 0;
   }
+  if (argc > 1 && strcmp(argv[1], "--job-secret") == 0) {
+    // What `braid-switch --secret-file` wants for a job launched with NCCL_COMM_ID (every
+    // rank derives the job secret from it); ids from ncclGetUniqueId carry a random one.
+    const char* id = getenv("NCCL_COMM_ID");
+    if (!id || !*id) {
+      fprintf(stderr, "braid-info --job-secret: set NCCL_COMM_ID to the job's value\n");
+      return 2;
+    }
+    printf("0x%016llx\n",
+           static_cast<unsigned long long>(braid::bootstrapSecretFromString(id)));
+    return 0;
+  }
   if (argc > 1 && !brief) {
-    printf("usage: %s [--brief | --markdown | --topo | --net]\n  prints the version, build "
-           "features, networks and environment variables; --topo: the node topology; --net: "
-           "the networks only\n", argv[0]);
+    printf("usage: %s [--brief | --markdown | --topo | --net | --job-secret]\n  prints the "
+           "version, build features, networks and environment variables; --topo: the node "
+           "topology; --net: the networks only; --job-secret: the job secret NCCL_COMM_ID "
+           "gives (for braid-switch --secret-file)\n", argv[0]);
     return strcmp(argv[1], "--help") == 0 ? 0 : 2;
   }
   int v = 0;

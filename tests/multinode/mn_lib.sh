@@ -154,3 +154,26 @@ mn_collnet() {
   fi
   echo "collnet on $world ranks, used [${used% }]"
 }
+
+# mn_expect_failed LOG RC TOOK BOUND WORLD VICTIM WHAT: the verdict of a fault test
+# (run by netns-run --keep-going --pids): the run did not time out (RC 124) or succeed,
+# ended within BOUND seconds of the kill (TOOK), and every rank but VICTIM (-1: none)
+# exited with an error status and printed an error. WHAT names what was killed.
+mn_expect_failed() {
+  local log=$1 rc=$2 took=$3 bound=$4 world=$5 victim=$6 what=$7 r line
+  [ "$rc" -ne 124 ] || mn_fail "the ranks hung: netns-run timed out"
+  [ "$rc" -ne 0 ] || mn_fail "the job succeeded although $what was killed"
+  awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t <= b) }' ||
+    mn_fail "the ranks took ${took}s to fail, more than the bound of ${bound}s"
+  for ((r = 0; r < world; r++)); do
+    [ "$r" -eq "$victim" ] && continue
+    line=$(grep "^netns-run.sh: rank $r (" "$log")
+    [ -n "$line" ] || mn_fail "rank $r exited 0 although $what died"
+    case "$line" in
+      *"exited with status"*) ;;
+      *) mn_fail "rank $r did not fail with an error status: $line" ;;
+    esac
+    grep -q "^\[$r\] .*\(failed\|error\|Error\)" "$log" ||
+      mn_fail "rank $r printed no error message"
+  done
+}

@@ -276,21 +276,7 @@ echo "-- braid-switch log (tail):"
 tail -n 12 "$work/switch.err"
 mn_log "the job ended ${took}s after the kill, netns-run exit code $rc"
 
-[ "$rc" -ne 124 ] || mn_fail "the ranks hung: netns-run timed out"
-[ "$rc" -ne 0 ] || mn_fail "the job succeeded although $what was killed"
-awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t <= b) }' ||
-  mn_fail "the ranks took ${took}s to fail, more than the bound of ${bound}s"
-for ((r = 0; r < world; r++)); do
-  [ "$r" -eq "$victim" ] && continue
-  line=$(grep "^netns-run.sh: rank $r (" "$work/log")
-  [ -n "$line" ] || mn_fail "rank $r exited 0 although $what died"
-  case "$line" in
-    *"exited with status"*) ;;
-    *) mn_fail "rank $r did not fail with an error status: $line" ;;
-  esac
-  grep -q "^\[$r\] .*\(failed\|error\|Error\)" "$work/log" ||
-    mn_fail "rank $r printed no error message"
-done
+mn_expect_failed "$work/log" "$rc" "$took" "$bound" "$world" "$victim" "$what"
 echo "every rank but the victim failed with an error ${took}s after the kill"
 
 if [ "$mode" = kill_head ]; then

@@ -39,7 +39,8 @@ namespace {
 /// The braid-switch binary as a child process listening on loopback.
 class SwitchProcess {
  public:
-  SwitchProcess() {
+  /// `secretFile`: admit only the job secret in it (--secret-file).
+  explicit SwitchProcess(const std::string& secretFile = "") {
     int fds[2];
     if (pipe(fds) != 0) return;
     pid_ = fork();
@@ -47,8 +48,12 @@ class SwitchProcess {
       dup2(fds[1], 1);
       close(fds[0]);
       close(fds[1]);
-      execl(BRAID_SWITCH_BIN, BRAID_SWITCH_BIN, "--listen", "127.0.0.1:0", "--quiet",
-            static_cast<char*>(nullptr));
+      if (secretFile.empty())
+        execl(BRAID_SWITCH_BIN, BRAID_SWITCH_BIN, "--listen", "127.0.0.1:0", "--quiet",
+              static_cast<char*>(nullptr));
+      else
+        execl(BRAID_SWITCH_BIN, BRAID_SWITCH_BIN, "--listen", "127.0.0.1:0", "--quiet",
+              "--secret-file", secretFile.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     close(fds[1]);
@@ -277,6 +282,50 @@ TEST_F(CollNetProcs, SuspendAndResumeKeepTheSwitch) {
              }
            });
   expectCollNetUsed(2, "collnet_direct");
+}
+
+// A switch that admits one job only: the secret `braid-info --job-secret` derives from
+// NCCL_COMM_ID is the job's, so that job is admitted and any other falls back.
+TEST_F(CollNetProcs, SecretFileAdmitsTheJobOfNcclCommId) {
+  // A free port for the job's root.
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(getsockname(s, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  close(s);
+  const std::string commId = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  std::string secret;
+  {
+    ScopedEnv env({{"NCCL_COMM_ID", commId.c_str()}});
+    FILE* p = popen(BRAID_INFO_BIN " --job-secret", "r");
+    ASSERT_NE(p, nullptr);
+    char line[64] = {};
+    if (fgets(line, sizeof line, p)) secret = line;
+    ASSERT_EQ(pclose(p), 0) << "braid-info --job-secret failed";
+  }
+  ASSERT_EQ(secret.rfind("0x", 0), 0u) << secret;
+  for (bool right : {true, false}) {
+    const std::string file = dir_ + (right ? "/secret" : "/other");
+    std::ofstream(file) << (right ? secret : std::string("0x1234\n"));
+    SwitchProcess sw(file);
+    ASSERT_FALSE(sw.address().empty());
+    runNodes(2, 1, sw.address(), "allreduce:collnet_chain", dir_,
+             [](ncclComm_t& comm, int rank, int) {
+               std::vector<float> in(1000, float(rank + 1)), out(1000, 0);
+               MR_NCCL_OK(ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat32,
+                                        ncclSum, comm, nullptr));
+               EXPECT_EQ(out[999], 3.0f);
+             },
+             RunOptions(), {{"NCCL_COMM_ID", commId}, {"BRAID_SWITCH_TIMEOUT_MS", "3000"}});
+    const std::string log = readFile(dir_ + "/rank0.log");
+    if (right)
+      expectCollNetUsed(2, "collnet_chain");
+    else
+      EXPECT_NE(log.find("CollNet setup failed"), std::string::npos) << log.substr(0, 3000);
+  }
 }
 
 TEST_F(CollNetProcs, NoSwitchFallsBackWithAWarning) {
