@@ -161,13 +161,13 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
   FifoReceiver* in = nullptr;
   if (needsSend(s.kind) && !(out = conns_->sender(s.sendPeer, s.channel))) {
     fail("internal error: plan step " + std::string(stepKindName(s.kind)) +
-         " sends to rank " + std::to_string(s.sendPeer) + " on channel " +
+         " sends to " + peerName(s.sendPeer) + " on channel " +
          std::to_string(s.channel) + " but there is no such connection");
     return false;
   }
   if (needsRecv(s.kind) && !(in = conns_->receiver(s.recvPeer, s.channel))) {
     fail("internal error: plan step " + std::string(stepKindName(s.kind)) +
-         " receives from rank " + std::to_string(s.recvPeer) + " on channel " +
+         " receives from " + peerName(s.recvPeer) + " on channel " +
          std::to_string(s.channel) + " but there is no such connection");
     return false;
   }
