@@ -152,6 +152,7 @@ ncclResult_t buildPlan(const PlanArgs& args, const PlanParams& params, const Alg
   for (const Algorithm* a : {algo, fallback}) {
     if (!a) continue;
     plan->programs.clear();
+    plan->switchOp = SwitchOp::kNone;  // a declining CollNet builder may have set it
     plan->algorithm = a->name;
     if (a->build(args, params, plan)) {
       if (a != algo)

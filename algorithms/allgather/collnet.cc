@@ -18,11 +18,10 @@ namespace builders {
 using patterns::Range;
 
 bool allGatherCollNet(const PlanArgs& a, const PlanParams& p, Plan* plan) {
-  if (!a.collnet) return false;
+  const RankLayout* nodes = patterns::switchLayout(a);
   const uint64_t chunk = patterns::chunkElems(a, p);
-  if (chunk == 0) return false;
-  const RankLayout& layout = layoutOf(a);
-  if (!layout.uniform()) return false;
+  if (!nodes || chunk == 0) return false;
+  const RankLayout& layout = *nodes;
   plan->switchOp = SwitchOp::kAllGather;
   if (a.count == 0) return true;
   const int N = layout.nNodes, L = layout.ranksPerNode();

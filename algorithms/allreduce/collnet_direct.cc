@@ -20,11 +20,10 @@ namespace builders {
 using patterns::Range;
 
 bool allReduceCollNetDirect(const PlanArgs& a, const PlanParams& p, Plan* plan) {
-  if (!a.collnet) return false;
+  const RankLayout* nodes = patterns::switchLayout(a);
   const uint64_t chunk = patterns::chunkElems(a, p);
-  if (chunk == 0) return false;
-  const RankLayout& layout = layoutOf(a);
-  if (!layout.uniform()) return false;
+  if (!nodes || chunk == 0) return false;
+  const RankLayout& layout = *nodes;
   plan->switchOp = SwitchOp::kAllReduce;
   if (a.count == 0) return true;
   const int L = layout.ranksPerNode();

@@ -16,6 +16,14 @@
 namespace braid {
 namespace patterns {
 
+/// Where a CollNet builder may run: a switch serves the call (PlanArgs::collnet) and
+/// the nodes have equal size (a switch group per local rank); nullptr: decline.
+inline const RankLayout* switchLayout(const PlanArgs& a) {
+  if (!a.collnet) return nullptr;
+  const RankLayout& layout = layoutOf(a);
+  return layout.uniform() ? &layout : nullptr;
+}
+
 /// Messages kept outstanding by the CollNet builders.
 constexpr int kSwitchDepth = 3;
 

@@ -23,9 +23,9 @@ namespace builders {
 using patterns::Range;
 
 bool reduceScatterCollNet(const PlanArgs& a, const PlanParams& p, Plan* plan) {
-  if (!a.collnet) return false;
-  const RankLayout& layout = layoutOf(a);
-  if (!layout.uniform()) return false;
+  const RankLayout* nodes = patterns::switchLayout(a);
+  if (!nodes) return false;
+  const RankLayout& layout = *nodes;
   const int N = layout.nNodes;
   const uint64_t piece = patterns::chunkElems(a, p) / uint64_t(N);
   if (piece == 0) return false;

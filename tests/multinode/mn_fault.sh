@@ -51,17 +51,10 @@ BRAID_TIMEOUT_MS=$(((bound + 30) * 1000)) BRAID_PEER_CHECK_MS=200 NCCL_DEBUG=WAR
   "$bin/all_reduce_perf" -b 1M -e 1M -n 1000000 -w 1 -c 0 >"$work/log" 2>&1 &
 run_pid=$!
 
-# Wait until the ranks are inside the timed loop (rank 0 printed the table header).
-for ((t = 0; t < 600; t++)); do
-  grep -q '#wrong' "$work/log" 2>/dev/null && break
-  kill -0 "$run_pid" 2>/dev/null || break
-  sleep 0.1
-done
-grep -q '#wrong' "$work/log" || { cat "$work/log"; mn_fail "the job did not start"; }
+mn_wait_started "$work/log" "$run_pid"
 sleep 1
-read -r _ pid ns < <(awk -v r="$victim" '$1 == r' "$work/pids")
-[ -n "${pid:-}" ] || mn_fail "no pid for rank $victim"
-kill -0 "$pid" 2>/dev/null || { cat "$work/log"; mn_fail "rank $victim (pid $pid) is not running"; }
+pid_ns=$(mn_rank_pid "$work/pids" "$victim" "$work/log") || exit 1
+read -r pid ns <<<"$pid_ns"
 mn_log "killing rank $victim (pid $pid, namespace $ns) with SIGKILL"
 killed_at=$(date +%s.%N)
 kill -9 "$pid"

@@ -177,3 +177,26 @@ mn_expect_failed() {
       mn_fail "rank $r printed no error message"
   done
 }
+
+# mn_wait_started LOG RUN_PID: waits (60 s at most) until rank 0 of the background run
+# RUN_PID printed its table header into LOG, i.e. the ranks are in their timed loop;
+# fails the test if it never does.
+mn_wait_started() {
+  local log=$1 run=$2 t
+  for ((t = 0; t < 600; t++)); do
+    grep -q '#wrong' "$log" 2>/dev/null && break
+    kill -0 "$run" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q '#wrong' "$log" || { cat "$log"; mn_fail "the job did not start"; }
+}
+
+# mn_rank_pid PIDS RANK LOG: prints "pid namespace" of RANK from netns-run's --pids
+# file; fails the test if the rank is unknown or not running (LOG is shown then).
+mn_rank_pid() {
+  local pid ns
+  read -r _ pid ns < <(awk -v r="$2" '$1 == r' "$1")
+  [ -n "${pid:-}" ] || mn_fail "no pid for rank $2"
+  kill -0 "$pid" 2>/dev/null || { cat "$3" >&2; mn_fail "rank $2 (pid $pid) is not running"; }
+  echo "$pid $ns"
+}

@@ -235,13 +235,7 @@ env "${extra_env[@]}" NCCL_COLLNET_ENABLE=1 BRAID_SWITCH="$switch_addr" \
   "$bin/all_reduce_perf" -b 1M -e 1M -n 1000000 -w 1 -c 0 >"$work/log" 2>&1 &
 run_pid=$!
 
-# Wait until the ranks are inside the timed loop (rank 0 printed the table header).
-for ((t = 0; t < 600; t++)); do
-  grep -q '#wrong' "$work/log" 2>/dev/null && break
-  kill -0 "$run_pid" 2>/dev/null || break
-  sleep 0.1
-done
-grep -q '#wrong' "$work/log" || { cat "$work/log"; mn_fail "the job did not start"; }
+mn_wait_started "$work/log" "$run_pid"
 sleep 1
 # The loop must really go through the switch, else the fault tests nothing.
 c=$(mn_collnet "$work/log" allreduce collnet_chain "$world") || {
@@ -250,10 +244,8 @@ c=$(mn_collnet "$work/log" allreduce collnet_chain "$world") || {
 }
 mn_log "loop running: $c"
 if [ "$mode" = kill_head ]; then
-  read -r _ pid ns < <(awk -v r="$victim" '$1 == r' "$work/pids")
-  [ -n "${pid:-}" ] || mn_fail "no pid for rank $victim"
-  kill -0 "$pid" 2>/dev/null ||
-    { cat "$work/log"; mn_fail "rank $victim (pid $pid) is not running"; }
+  pid_ns=$(mn_rank_pid "$work/pids" "$victim" "$work/log") || exit 1
+  read -r pid ns <<<"$pid_ns"
   what="rank $victim (pid $pid, namespace $ns)"
 else
   victim=-1
