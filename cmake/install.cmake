@@ -25,7 +25,8 @@ endif()
 set_target_properties(${braid_linked_programs} PROPERTIES
   INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}"
   INSTALL_RPATH_USE_LINK_PATH ON)
-set(braid_install_programs braidrun braid-info braid-sim ${braid_linked_programs})
+set(braid_install_programs braidrun braid-info braid-sim braid-switch braid-doctor
+  ${braid_linked_programs})
 
 # libnccl.so (the development link) too, so `-lnccl` finds Braid's.
 install(TARGETS braid nccl EXPORT BraidTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -10,8 +10,9 @@ add_executable(braid_multirank_test ${BRAID_MULTIRANK_SOURCES})
 target_include_directories(braid_multirank_test PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(braid_multirank_test PRIVATE braid GTest::gtest_main Threads::Threads)
 # collnet.cc runs the aggregation switch as a child process.
-add_dependencies(braid_multirank_test braid-switch braid-info)
+add_dependencies(braid_multirank_test braid-switch braid-info braid-doctor)
 target_compile_definitions(braid_multirank_test PRIVATE
-  BRAID_SWITCH_BIN="$<TARGET_FILE:braid-switch>" BRAID_INFO_BIN="$<TARGET_FILE:braid-info>")
+  BRAID_SWITCH_BIN="$<TARGET_FILE:braid-switch>" BRAID_INFO_BIN="$<TARGET_FILE:braid-info>"
+  BRAID_DOCTOR_BIN="$<TARGET_FILE:braid-doctor>")
 gtest_discover_tests(braid_multirank_test DISCOVERY_TIMEOUT 60 NO_PRETTY_VALUES
   PROPERTIES LABELS multirank TIMEOUT 300)

@@ -50,6 +50,14 @@ static inline cudaStream_t braidHostStreamAsCuda(braidHostStream_t stream) {
   return (cudaStream_t)(void*)stream;
 }
 
+/// Writes the communicator's flight record (its last BRAID_FLIGHT_RECORDER operations,
+/// with state, algorithm, times and what a stalled one waits on) as JSON to `path`, or,
+/// when path is NULL or empty, to BRAID_FLIGHT_RECORDER_DIR/braid-fr-<comm>-rank<r>.json;
+/// the WARN log gets a summary. Read the files of all ranks with braid-doctor.
+/// ncclInvalidUsage if the recorder is off (BRAID_FLIGHT_RECORDER=0); ncclSystemError
+/// if the file cannot be written.
+ncclResult_t braidCommDumpFlightRecord(ncclComm_t comm, const char* path);
+
 /// Braid's own version ("0.1.0") and build features ("cuda=0 sanitize=...").
 const char* braidVersionString(void);
 const char* braidBuildFeatures(void);

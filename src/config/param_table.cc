@@ -145,6 +145,21 @@ const IntParam kBootstrapTimeoutMs("BRAID_BOOTSTRAP_TIMEOUT_MS", 120000,
     "Time limit for bootstrap and connection setup steps.");
 const IntParam kPeerCheckMs("BRAID_PEER_CHECK_MS", 200,
     "After this long without progress, check whether the peers waited on are alive.");
+const IntParam kFlightRecorder("BRAID_FLIGHT_RECORDER", 256,
+    "Operations each communicator keeps in its flight recorder (the last N issued, with "
+    "state, algorithm, times and the rank a stalled one waits on); 0 turns it off.");
+const StringParam kFlightRecorderDir("BRAID_FLIGHT_RECORDER_DIR", "/tmp/braid-flight-recorder",
+    "Directory of the flight-record JSON files (one per communicator and rank) written on "
+    "a timeout, a dead peer, a fatal error, ncclCommAbort with work outstanding, SIGUSR1 "
+    "or braidCommDumpFlightRecord; braid-doctor reads them.");
+const BoolParam kFlightRecorderSignal("BRAID_FLIGHT_RECORDER_SIGNAL", true,
+    "Dump every communicator's flight record on SIGUSR1 (braid-info --dump PID), unless "
+    "the program handles SIGUSR1 itself.");
+const BoolParam kCheck("BRAID_CHECK", false,
+    "Before each group's collectives run, the ranks compare their fingerprints (call, "
+    "count, type, op, root, sequence number); a mismatch fails every rank with "
+    "ncclInvalidUsage naming the ranks and both calls. Rank 0's value applies to the "
+    "communicator. Costs one small all-gather per group.");
 const IntParam kSpinUs("BRAID_SPIN_US", 1000,
     "Microseconds a waiting rank busy-polls before it starts yielding the CPU (then it "
     "yields, then naps). Unset: this default when the host's ranks fit on its CPUs, 0 "

@@ -110,6 +110,11 @@ extern const IntParam kTimeoutMs;        // BRAID_TIMEOUT_MS
 extern const IntParam kBootstrapTimeoutMs;  // BRAID_BOOTSTRAP_TIMEOUT_MS
 extern const IntParam kPeerCheckMs;      // BRAID_PEER_CHECK_MS
 extern const IntParam kSpinUs;           // BRAID_SPIN_US
+// Diagnosis (src/diag)
+extern const IntParam kFlightRecorder;   // BRAID_FLIGHT_RECORDER
+extern const StringParam kFlightRecorderDir;  // BRAID_FLIGHT_RECORDER_DIR
+extern const BoolParam kFlightRecorderSignal;  // BRAID_FLIGHT_RECORDER_SIGNAL
+extern const BoolParam kCheck;           // BRAID_CHECK
 // Reduction kernels
 extern const StringParam kSimd;          // BRAID_SIMD
 }  // namespace param

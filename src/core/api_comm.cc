@@ -7,6 +7,7 @@
 #include "src/core/comm.h"
 #include "src/core/error.h"
 #include "src/device/device_comm.h"
+#include "src/diag/flight_recorder.h"
 
 using namespace braid;
 
@@ -66,6 +67,9 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   Comm* c = asComm(comm);
   c->abortFlag.store(true);
   joinInit(c);
+  // Work cut short is what a later diagnosis needs: write it out (a failure was
+  // written when it happened).
+  if (c->recorder && c->recorder->outstanding()) c->recorder->dump("abort");
   // Batches still queued on host streams are not waited for (they may sit behind
   // another communicator's work): when they run they see the flag and fail at once,
   // and the retired shell they touch stays allocated (Comm::retire's quarantine).

@@ -12,6 +12,7 @@
 #include "src/core/registration.h"
 #include "src/device/cuda_rt.h"
 #include "src/device/device_comm.h"
+#include "src/diag/flight_recorder.h"
 #include "transports/collnet/collnet_state.h"
 
 namespace braid {
@@ -55,6 +56,7 @@ void Comm::releaseResources() {
     (void)scope.enter(cudaDev);
     device->shutdown(abortFlag.load() || asyncError.load() != ncclSuccess);
   }
+  recorder.reset();  // off the SIGUSR1 list
   // One-sided state first (its agent entry points at this comm), then connections (they
   // may reference proxy state; host and device ends drain together), then the bootstrap.
   rma.reset();
@@ -240,11 +242,12 @@ void Comm::closeConnections(uint32_t why) {
   if (collnet) collnet->abandon();
 }
 
-ncclResult_t Comm::fatal(ncclResult_t code) {
+ncclResult_t Comm::fatal(ncclResult_t code, const char* reason) {
   int expected = ncclSuccess;
-  asyncError.compare_exchange_strong(expected, code);
+  const bool first = asyncError.compare_exchange_strong(expected, code);
   // Not abortFlag: the bootstrap stays usable (ncclCommShrink after a failure).
   closeConnections(kFifoSenderAborted);
+  if (first && recorder) recorder->dump(reason);
   return code;
 }
 

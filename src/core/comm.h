@@ -26,6 +26,7 @@ namespace braid {
 
 class DeviceComm;
 class CollNetState;
+class FlightRecorder;
 
 /// Settings a communicator takes from ncclConfig_t and the environment at init.
 struct CommSettings {
@@ -51,6 +52,8 @@ struct CommSettings {
   bool shmDisable = false;
   bool p2pDisable = false;
   std::string commName;
+  /// BRAID_CHECK (rank 0's): compare the collectives' fingerprints before running them.
+  bool check = false;
 };
 
 struct Comm : public ConnTable {
@@ -177,8 +180,12 @@ struct Comm : public ConnTable {
   };
   std::unordered_map<PlanKey, std::shared_ptr<const Plan>, PlanKeyHash> planCache;
 
-  /// Record a fatal error: sets asyncError, closes connections, returns code.
-  ncclResult_t fatal(ncclResult_t code);
+  /// Record a fatal error: sets asyncError, closes connections, returns code. The
+  /// first one also dumps the flight record, with `reason` ("timeout", "peer", ...).
+  ncclResult_t fatal(ncclResult_t code, const char* reason = "error");
+  /// The last BRAID_FLIGHT_RECORDER operations (src/diag/flight_recorder.h); made at
+  /// init, null when turned off.
+  std::unique_ptr<FlightRecorder> recorder;
   /// "rank 1 of 4" for messages.
   std::string who() const;
   /// Before connections are dropped: waits until every end has finished (a send end

@@ -18,6 +18,7 @@
 #include "src/config/params.h"
 #include "src/core/comm.h"
 #include "src/device/cuda_rt.h"
+#include "src/diag/flight_recorder.h"
 #include "src/core/error.h"
 #include "src/core/group.h"
 #include "src/core/init.h"
@@ -73,6 +74,7 @@ struct InitRecord {
   uint64_t specHash;   ///< NCCL_ALGO and NCCL_PROTO (every rank must choose alike)
   int32_t modelError;  ///< this rank's BRAID_TUNER_MODEL could not be read
   int32_t collnetEnable;  ///< NCCL_COLLNET_ENABLE on this rank
+  int32_t check;          ///< BRAID_CHECK on this rank (rank 0's applies)
   CostModel model;
 };
 
@@ -213,6 +215,7 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   me.smallMsgBytes = comm->settings.smallMsgBytes;
   me.specHash = specHash(comm->settings);
   me.collnetEnable = param::kCollNetEnable.get();
+  me.check = param::kCheck.get();
   // A bad model file fails every rank (after the exchange, so none waits for it).
   const ncclResult_t modelResult = loadCostModel(comm, &me.model);
   me.modelError = modelResult != ncclSuccess;
@@ -251,6 +254,20 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   comm->commHash = fnv1a(&id, sizeof(id));
   // Every rank must build the same plans: rank 0's small-message threshold applies.
   comm->settings.smallMsgBytes = all[0].smallMsgBytes;
+  // ... and checks fingerprints if rank 0 does (a collective exchange: all or none).
+  comm->settings.check = all[0].check != 0 && nranks > 1;
+  if (const int64_t entries = param::kFlightRecorder.get(); entries > 0) {
+    comm->recorder = std::make_unique<FlightRecorder>(size_t(std::min<int64_t>(entries, 1 << 20)));
+    FrIdentity fid;
+    fid.rank = rank;
+    fid.nranks = nranks;
+    fid.commHash = fnv1a(&id, sizeof(id));
+    fid.commName = comm->settings.commName;
+    fid.host = me.info.hostname;
+    fid.pid = int(me.info.pid);
+    fid.timeoutMs = comm->settings.timeoutMs;
+    comm->recorder->setIdentity(fid);
+  }
   // ... and rank 0's cost model; the layout comes from the host identities.
   comm->model = all[0].model;
   std::vector<int> keys(static_cast<size_t>(nranks), 0);

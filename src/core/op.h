@@ -48,6 +48,11 @@ struct OpRecord {
   const void* rmaWin = nullptr;
   size_t rmaOffset = 0;
   std::shared_ptr<const std::vector<ncclWaitSignalDesc_t>> rmaWaits;
+  /// Set when issued: the op's flight-recorder entry (kNoFrSeq: none) and, for a
+  /// collective, its number among the communicator's collectives (-1: none).
+  uint64_t frSeq = kNoFrSeq;
+  int64_t collSeq = -1;
+  static constexpr uint64_t kNoFrSeq = ~uint64_t(0);
 };
 
 }  // namespace braid

@@ -14,6 +14,8 @@
 #include "src/core/error.h"
 #include "src/core/tuner.h"
 #include "src/device/cuda_executor.h"
+#include "src/diag/fingerprint.h"
+#include "src/diag/flight_recorder.h"
 #include "src/exec/connect.h"
 #include "src/exec/engine.h"
 #include "src/exec/progress_assist.h"
@@ -162,13 +164,15 @@ std::string describeOp(const Task& t) {
   return buf;
 }
 
-void failWork(CommWork& w, Task* t, ncclResult_t code, const std::string& why) {
+void failWork(CommWork& w, Task* t, ncclResult_t code, const std::string& why,
+              const char* reason) {
   if (w.failed) return;
   w.failed = true;
   w.done = true;
   if (t) setError(code, w.comm, "%s failed: %s", describeOp(*t).c_str(), why.c_str());
   else setError(code, w.comm, "%s: %s", w.comm->who().c_str(), why.c_str());
-  w.comm->fatal(code);
+  if (t && w.comm->recorder) w.comm->recorder->finished(t->op.frSeq, false, why.c_str());
+  w.comm->fatal(code, reason);
 }
 
 /// Progress the current stage of w; advances stages. Returns whether anything moved.
@@ -182,10 +186,11 @@ bool advance(Scratch& sc, CommWork& w) {
       while (Task* t = lane.cur) {
         moved |= t->run.progress();
         if (t->run.state() == RunState::kError) {
-          failWork(w, t, ncclRemoteError, t->run.error());
+          failWork(w, t, ncclRemoteError, t->run.error(), "peer");
           return true;
         }
         if (t->run.state() != RunState::kDone) break;
+        if (w.comm->recorder) w.comm->recorder->finished(t->op.frSeq, true);
         lane.cur = t->nextInLane;
         moved = true;
       }
@@ -213,13 +218,15 @@ void checkStalled(Scratch& sc, CommWork& w, bool timedOut, int64_t stalledMs) {
     int peer = t->run.waitingOn();
     std::string why;
     if ((peer >= 0 || peer == kSwitchPeer) && w.comm->checkPeer(peer, &why) != ncclSuccess) {
-      failWork(w, t, ncclRemoteError, why);
+      failWork(w, t, ncclRemoteError, why, "peer");
       return;
     }
+    if (w.comm->recorder) w.comm->recorder->waiting(t->op.frSeq, peer, t->run.describeWait());
     if (timedOut) {
       failWork(w, t, ncclSystemError,
                "no progress for " + std::to_string(stalledMs) + " ms (BRAID_TIMEOUT_MS): " +
-                   t->run.describeWait());
+                   t->run.describeWait(),
+               "timeout");
       return;
     }
   }
@@ -246,7 +253,8 @@ ncclResult_t runAll(Scratch& sc) {
           auto running = runningTasks(sc, w);
           failWork(w, running.empty() ? nullptr : running.front(), ncclInvalidUsage,
                    w.comm->revoked.load() ? "the communicator was revoked"
-                                          : "the communicator was aborted");
+                                          : "the communicator was aborted",
+                   "abort");
         }
     }
     if (moved) {
@@ -308,6 +316,7 @@ ncclResult_t buildWorks(const std::vector<OpRecord>& ops, Scratch& sc) {
       Task* t = sc.newTask();
       BRAID_CHECK(makeTask(c, op, t));
       t->opIndex = c->opCount++;
+      if (c->recorder) c->recorder->started(op.frSeq, t->plan->algorithm.c_str());
       sc.connector.note(c, *t->plan);
       const bool p2p = op.coll == Coll::kSendRecv;
       if (!p2p || sc.stages.size() == w.firstStage || !sc.stages.back().p2p) {
@@ -332,9 +341,87 @@ ncclResult_t buildWorks(const std::vector<OpRecord>& ops, Scratch& sc) {
   return ncclSuccess;
 }
 
-/// The two-sided part of a batch (execution locks held): device ops to the CUDA
-/// executor, the rest through the host progress loop.
-ncclResult_t runOps(const std::vector<OpRecord>& ops, Scratch& sc, std::vector<Comm*>& comms) {
+/// BRAID_CHECK: every communicator of `ops` that checks and has collectives in them
+/// all-gathers its ranks' fingerprints (on the host, whatever the ops' memory) and
+/// compares. The comms whose ranks disagree get the error (the same on every rank) and
+/// go into *mismatched; their ops must not run.
+ncclResult_t checkCollectives(const std::vector<OpRecord>& ops, Scratch& sc,
+                              std::vector<Comm*>* mismatched) {
+  struct Check {
+    Comm* comm;
+    CollFingerprint mine;
+    std::vector<CollFingerprint> all;
+  };
+  std::vector<Check> checks;
+  std::vector<const OpRecord*> colls;
+  for (const OpRecord& first : ops) {
+    Comm* c = first.comm;
+    if (!c->settings.check ||
+        std::any_of(checks.begin(), checks.end(), [c](const Check& k) { return k.comm == c; }))
+      continue;
+    colls.clear();
+    for (const OpRecord& op : ops)
+      if (op.comm == c && op.coll != Coll::kSendRecv) colls.push_back(&op);
+    if (colls.empty()) continue;  // sends and receives need not be matched by every rank
+    checks.push_back(Check{c, makeFingerprint(colls), {}});
+  }
+  if (checks.empty()) return ncclSuccess;
+  std::vector<OpRecord> exchange;
+  for (Check& k : checks) {
+    k.all.resize(size_t(k.comm->nranks));
+    OpRecord op;
+    op.coll = Coll::kAllGather;
+    op.call = "the BRAID_CHECK fingerprint exchange";
+    op.comm = k.comm;
+    op.sendbuff = &k.mine;
+    op.recvbuff = k.all.data();
+    op.count = sizeof(CollFingerprint);
+    op.type = ncclUint8;
+    exchange.push_back(op);
+  }
+  ncclResult_t r = buildWorks(exchange, sc);
+  if (r == ncclSuccess) r = sc.connector.connect();
+  if (r != ncclSuccess) {
+    for (const Check& k : checks) k.comm->fatal(r);
+    return r;
+  }
+  r = runAll(sc);
+  sc.reset();
+  if (r != ncclSuccess) return r;
+  for (const Check& k : checks) {
+    const std::string why = compareFingerprints(k.all);
+    if (why.empty()) continue;
+    setError(ncclInvalidUsage, k.comm, "%s: %s", k.comm->who().c_str(), why.c_str());
+    if (k.comm->recorder) {
+      for (const OpRecord& op : ops)
+        if (op.comm == k.comm) k.comm->recorder->finished(op.frSeq, false, why.c_str());
+      k.comm->recorder->dump("mismatch");
+    }
+    mismatched->push_back(k.comm);
+  }
+  return ncclSuccess;
+}
+
+/// The two-sided part of a batch (execution locks held): the BRAID_CHECK comparison,
+/// then device ops to the CUDA executor, the rest through the host progress loop.
+ncclResult_t runOps(const std::vector<OpRecord>& batchOps, Scratch& sc,
+                    std::vector<Comm*>& comms) {
+  const std::vector<OpRecord>* checked = &batchOps;
+  std::vector<OpRecord> kept;
+  ncclResult_t mismatch = ncclSuccess;
+  if (std::any_of(comms.begin(), comms.end(), [](const Comm* c) { return c->settings.check; })) {
+    std::vector<Comm*> bad;
+    BRAID_CHECK(checkCollectives(batchOps, sc, &bad));
+    if (!bad.empty()) {
+      // Every rank of a mismatched comm drops all of the group's ops on it, alike.
+      mismatch = ncclInvalidUsage;
+      for (const OpRecord& op : batchOps)
+        if (std::find(bad.begin(), bad.end(), op.comm) == bad.end()) kept.push_back(op);
+      if (kept.empty()) return mismatch;
+      checked = &kept;
+    }
+  }
+  const std::vector<OpRecord>& ops = *checked;
   // Ops on device buffers go to the CUDA executor (enqueued on their streams); the
   // rest run here, to completion.
   const std::vector<OpRecord>* hostOps = &ops;
@@ -348,9 +435,14 @@ ncclResult_t runOps(const std::vector<OpRecord>& ops, Scratch& sc, std::vector<C
       else hostOnly.push_back(op);
     }
     r = executeDeviceOps(devOps);
+    for (const OpRecord* op : devOps)
+      if (op->comm->recorder) {
+        if (r == ncclSuccess) op->comm->recorder->started(op->frSeq, "", /*launched=*/true);
+        else op->comm->recorder->finished(op->frSeq, false, lastError(op->comm));
+      }
     if (r != ncclSuccess && !hostOnly.empty())
       for (Comm* c : comms) c->fatal(r);  // the host ops are dropped: tell their peers
-    if (r != ncclSuccess || hostOnly.empty()) return r;
+    if (r != ncclSuccess || hostOnly.empty()) return r != ncclSuccess ? r : mismatch;
     hostOps = &hostOnly;
   }
   r = buildWorks(*hostOps, sc);
@@ -359,7 +451,8 @@ ncclResult_t runOps(const std::vector<OpRecord>& ops, Scratch& sc, std::vector<C
     for (Comm* c : comms) c->fatal(r);
     return r;
   }
-  return runAll(sc);
+  r = runAll(sc);
+  return r != ncclSuccess ? r : mismatch;
 }
 
 }  // namespace
@@ -393,7 +486,8 @@ PlanArgs planArgsFor(const Comm* comm, const OpRecord& op) {
 
 void issueBatch(Batch* batch) {
   std::lock_guard<std::mutex> lock(issueOrderMutex());
-  for (const OpRecord& op : batch->ops) {
+  for (OpRecord& op : batch->ops) {
+    if (op.comm->recorder) op.comm->recorder->queued(&op);
     bool seen = false;
     for (const auto& t : batch->tickets) seen |= t.first == op.comm;
     if (!seen) batch->tickets.emplace_back(op.comm, op.comm->takeTicket());
@@ -463,14 +557,21 @@ ncclResult_t executeBatch(const Batch& batch) {
     else if (op.rma == uint8_t(RmaKind::kWaitSignal)) waits.push_back(&op);
   }
   ncclResult_t r = ncclSuccess;
+  auto runRma = [](const OpRecord& op) {
+    FlightRecorder* fr = op.comm->recorder.get();
+    if (fr) fr->started(op.frSeq, "rma");
+    const ncclResult_t res = rmaExecute(op);
+    if (fr) fr->finished(op.frSeq, res == ncclSuccess, res == ncclSuccess ? nullptr : lastError(op.comm));
+    return res;
+  };
   for (const OpRecord& op : batch.ops)
     if (r == ncclSuccess && op.rma != 0 && op.rma != uint8_t(RmaKind::kWaitSignal))
-      r = rmaExecute(op);
+      r = runRma(op);
   if (r == ncclSuccess && !twoSided.empty()) r = runOps(twoSided, sc, comms);
   else if (r != ncclSuccess && !twoSided.empty())
     for (Comm* c : comms) c->fatal(r);  // the two-sided ops are dropped: tell their peers
   for (const OpRecord* w : waits)
-    if (r == ncclSuccess) r = rmaExecute(*w);
+    if (r == ncclSuccess) r = runRma(*w);
   return r;
 }
 

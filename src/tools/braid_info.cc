@@ -1,5 +1,8 @@
 // braid-info: prints Braid's version, build features and every environment variable
 // it reads, with its current value, default and meaning.
+#include <signal.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -81,6 +84,35 @@ void printMarkdown() {
   }
 }
 
+/// --dump PID...: SIGUSR1 to each process; their comms write flight records into their
+/// BRAID_FLIGHT_RECORDER_DIR.
+int dumpFlightRecords(int n, char** pids) {
+  if (n == 0) {
+    fprintf(stderr, "braid-info --dump: name the processes (PID...)\n");
+    return 2;
+  }
+  int failed = 0;
+  for (int i = 0; i < n; ++i) {
+    char* end = nullptr;
+    const long pid = strtol(pids[i], &end, 10);
+    if (!end || *end || pid <= 0) {
+      fprintf(stderr, "braid-info --dump: '%s' is not a process id\n", pids[i]);
+      ++failed;
+    } else if (kill(pid_t(pid), SIGUSR1) != 0) {
+      fprintf(stderr, "braid-info --dump: process %ld: %s\n", pid, strerror(errno));
+      ++failed;
+    } else {
+      printf("asked process %ld to write its flight records\n", pid);
+    }
+  }
+  if (failed == 0) {
+    const char* dir = getenv("BRAID_FLIGHT_RECORDER_DIR");
+    printf("records go to each process's BRAID_FLIGHT_RECORDER_DIR (%s here); then run "
+           "braid-doctor on that directory\n", dir && *dir ? dir : "/tmp/braid-flight-recorder");
+  }
+  return failed ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -112,11 +144,14 @@ int main(int argc, char** argv) {
            static_cast<unsigned long long>(braid::bootstrapSecretFromString(id)));
     return 0;
   }
+  if (argc > 1 && strcmp(argv[1], "--dump") == 0) return dumpFlightRecords(argc - 2, argv + 2);
   if (argc > 1 && !brief) {
-    printf("usage: %s [--brief | --markdown | --topo | --net | --job-secret]\n  prints the "
-           "version, build features, networks and environment variables; --topo: the node "
-           "topology; --net: the networks only; --job-secret: the job secret NCCL_COMM_ID "
-           "gives (for braid-switch --secret-file)\n", argv[0]);
+    printf("usage: %s [--brief | --markdown | --topo | --net | --job-secret | --dump PID...]\n"
+           "  prints the version, build features, networks and environment variables; --topo: "
+           "the node topology; --net: the networks only; --job-secret: the job secret "
+           "NCCL_COMM_ID gives (for braid-switch --secret-file); --dump: asks the Braid "
+           "processes PID... to write their flight records (SIGUSR1; read them with "
+           "braid-doctor)\n", argv[0]);
     return strcmp(argv[1], "--help") == 0 ? 0 : 2;
   }
   int v = 0;

@@ -15,7 +15,7 @@ prefix=$scratch/prefix
   { cat "$scratch/install.log"; fail "cmake --install"; }
 
 for f in lib/libbraid.so lib/libnccl.so.2.30.7 include/nccl.h include/braid/braid.h \
-         bin/braidrun bin/braid-info bin/braid-sim lib/cmake/Braid/BraidConfig.cmake \
+         bin/braidrun bin/braid-info bin/braid-sim bin/braid-doctor lib/cmake/Braid/BraidConfig.cmake \
          lib/cmake/Braid/BraidConfigVersion.cmake lib/cmake/Braid/BraidTargets.cmake \
          lib/pkgconfig/braid.pc lib/pkgconfig/nccl.pc; do
   [ -f "$prefix/$f" ] || fail "missing $f"

@@ -1,0 +1,171 @@
+// Unit tests of src/diag: fingerprints and their comparison messages, the flight
+// recorder's states and JSON (read back by the doctor's parser), the JSON reader on good
+// and bad text, and the doctor's diagnosis of made-up records.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "src/core/op.h"
+#include "src/diag/doctor.h"
+#include "src/diag/fingerprint.h"
+#include "src/diag/flight_recorder.h"
+#include "src/diag/json_reader.h"
+
+namespace braid {
+namespace {
+
+OpRecord coll(Coll c, size_t count, ncclDataType_t type = ncclFloat, ncclRedOp_t op = ncclSum,
+              int root = 0) {
+  OpRecord r;
+  r.coll = c;
+  r.count = count;
+  r.type = type;
+  r.op = op;
+  r.root = root;
+  r.collSeq = 7;
+  return r;
+}
+
+std::vector<CollFingerprint> fingerprints(const std::vector<std::vector<OpRecord>>& perRank) {
+  std::vector<CollFingerprint> out;
+  for (const auto& ops : perRank) {
+    std::vector<const OpRecord*> p;
+    for (const OpRecord& o : ops) p.push_back(&o);
+    out.push_back(makeFingerprint(p));
+  }
+  return out;
+}
+
+TEST(Fingerprint, EqualCallsAgreeAndUnusedFieldsDoNotMatter) {
+  // All-gather has no root or op: ranks passing different garbage there still agree.
+  auto a = coll(Coll::kAllGather, 10, ncclInt32, ncclMax, 3);
+  auto b = coll(Coll::kAllGather, 10, ncclInt32, ncclSum, 0);
+  EXPECT_EQ(compareFingerprints(fingerprints({{a}, {b}, {a}})), "");
+}
+
+TEST(Fingerprint, NamesTheOddRankAndBothCalls) {
+  auto good = coll(Coll::kReduce, 64, ncclFloat, ncclSum, 2);
+  auto badRoot = coll(Coll::kReduce, 64, ncclFloat, ncclSum, 1);
+  const std::string m = compareFingerprints(fingerprints({{good}, {good}, {badRoot}, {good}}));
+  EXPECT_EQ(m, "collective mismatch (BRAID_CHECK): at collective #7: ranks 0,1,3 called "
+               "ncclReduce(count 64, float, sum, root 2) but rank 2 called "
+               "ncclReduce(count 64, float, sum, root 1)");
+  auto badType = coll(Coll::kAllReduce, 64, ncclHalf);
+  auto ar = coll(Coll::kAllReduce, 64);
+  EXPECT_NE(compareFingerprints(fingerprints({{ar}, {badType}})).find("half"), std::string::npos);
+}
+
+TEST(Fingerprint, GroupsOfDifferentLengthAndLateDifferences) {
+  auto ar = coll(Coll::kAllReduce, 8);
+  auto bc = coll(Coll::kBroadcast, 8);
+  std::string m = compareFingerprints(fingerprints({{ar, bc}, {ar}, {ar, bc}}));
+  EXPECT_NE(m.find("ranks 0,2 called 2 collective(s) in the group"), std::string::npos) << m;
+  EXPECT_NE(m.find("rank 1 called 1"), std::string::npos) << m;
+  // A difference past the calls carried in full is still caught (by the hash).
+  std::vector<OpRecord> longGroup(6, ar), other(6, ar);
+  other[5] = coll(Coll::kAllReduce, 9);
+  m = compareFingerprints(fingerprints({longGroup, other}));
+  EXPECT_NE(m.find("differ in the group's collectives after the 4th"), std::string::npos) << m;
+}
+
+TEST(FlightRecorder, StatesTimesAndJsonReadBack) {
+  FlightRecorder fr(4);
+  FrIdentity id;
+  id.rank = 1;
+  id.nranks = 2;
+  id.commHash = 0xabcdef;
+  fr.setIdentity(id);
+  std::vector<OpRecord> ops;
+  for (int i = 0; i < 6; ++i) {
+    OpRecord op = coll(Coll::kAllReduce, size_t(100 + i));
+    op.call = "ncclAllReduce";
+    ops.push_back(op);
+  }
+  OpRecord send;
+  send.coll = Coll::kSendRecv;
+  send.isSend = true;
+  send.root = 0;
+  send.count = 5;
+  send.call = "ncclSend";
+  for (OpRecord& op : ops) fr.queued(&op);
+  fr.queued(&send);
+  EXPECT_EQ(ops[5].frSeq, 5u);
+  EXPECT_EQ(ops[5].collSeq, 5);
+  EXPECT_EQ(send.collSeq, -1);  // not a collective
+  for (int i = 0; i < 5; ++i) {
+    fr.started(ops[size_t(i)].frSeq, "ring");
+    fr.finished(ops[size_t(i)].frSeq, true);
+  }
+  fr.started(ops[5].frSeq, "tree");
+  fr.waiting(ops[5].frSeq, 0, "waiting for data from rank 0");
+  fr.finished(ops[0].frSeq, false, "overwritten: ignored");  // long gone from the ring
+  EXPECT_TRUE(fr.outstanding());
+  FrRecord r;
+  std::string error;
+  ASSERT_TRUE(parseFlightRecord(fr.toJson("test"), &r, &error)) << error;
+  EXPECT_EQ(r.reason, "test");
+  EXPECT_EQ(r.rank, 1);
+  EXPECT_EQ(r.comm, "0000000000abcdef");
+  EXPECT_EQ(r.collectivesIssued, 6);
+  ASSERT_EQ(r.ops.size(), 4u);  // the ring keeps the last 4
+  EXPECT_EQ(r.ops[0].seq, 3);
+  EXPECT_EQ(r.ops[0].state, "done");
+  EXPECT_EQ(r.ops[2].state, "started");
+  EXPECT_EQ(r.ops[2].algorithm, "tree");
+  EXPECT_TRUE(r.ops[2].waiting);
+  EXPECT_EQ(r.ops[2].waitingOn, 0);
+  EXPECT_EQ(r.ops[2].detail, "waiting for data from rank 0");
+  EXPECT_EQ(r.ops[3].call, "ncclSend");
+  EXPECT_EQ(r.ops[3].peer, 0);
+  EXPECT_EQ(r.ops[3].state, "queued");
+}
+
+TEST(JsonReader, GoodAndBadText) {
+  JsonValue v;
+  std::string e;
+  ASSERT_TRUE(parseJson(R"( {"a": [1, -2.5e3, true, null, "x\n\u00e9\"" ], "b": {}} )", &v, &e)) << e;
+  ASSERT_NE(v.get("a"), nullptr);
+  EXPECT_EQ(v.get("a")->items.size(), 5u);
+  EXPECT_EQ(v.get("a")->items[1].number, -2500.0);
+  EXPECT_EQ(v.get("a")->items[4].text, "x\n\xc3\xa9\"");
+  for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "\"abc", "01x", "tru", "[1] 2",
+                          "{\"a\":\"\\q\"}", "-", "1.", "1e"}) {
+    EXPECT_FALSE(parseJson(bad, &v, &e)) << "accepted: " << bad;
+    EXPECT_FALSE(e.empty());
+  }
+  // Deep nesting is refused, not a stack overflow.
+  EXPECT_FALSE(parseJson(std::string(100000, '['), &v, &e));
+  EXPECT_NE(e.find("nested too deeply"), std::string::npos) << e;
+}
+
+std::string record(int rank, const std::string& entries, int64_t colls) {
+  return R"({"format":"braid-flight-record","version":1,"reason":"timeout","time_us":5000000,)"
+         R"("rank":)" + std::to_string(rank) + R"(,"nranks":3,"comm":"c1","collectives_issued":)" +
+         std::to_string(colls) + R"(,"entries":[)" + entries + "]}";
+}
+
+TEST(Doctor, MismatchWithoutTheCheckAndWhoIsBehind) {
+  const std::string done0 = R"({"seq":0,"coll_seq":0,"call":"ncclAllReduce","count":4,"type":"float","op":"sum","state":"done","queued_us":1})";
+  const std::string stuckA = R"({"seq":1,"coll_seq":1,"call":"ncclAllReduce","count":4,"type":"float","op":"sum","state":"started","queued_us":1,"started_us":1000000,"waiting_on":2})";
+  const std::string stuckB = R"({"seq":1,"coll_seq":1,"call":"ncclAllReduce","count":8,"type":"float","op":"sum","state":"started","queued_us":1,"started_us":1000000,"waiting_on":0})";
+  std::vector<FrRecord> recs(3);
+  std::string e;
+  ASSERT_TRUE(parseFlightRecord(record(0, done0 + "," + stuckA, 2), &recs[0], &e)) << e;
+  ASSERT_TRUE(parseFlightRecord(record(1, done0 + "," + stuckB, 2), &recs[1], &e)) << e;
+  ASSERT_TRUE(parseFlightRecord(record(2, done0, 1), &recs[2], &e)) << e;
+  const std::string d = diagnose(recs);
+  EXPECT_NE(d.find("MISMATCH at collective #1: rank 0 called #1 ncclAllReduce(count 4, float, "
+                   "sum); rank 1 called #1 ncclAllReduce(count 8, float, sum)"),
+            std::string::npos) << d;
+  EXPECT_NE(d.find("rank 2 never called it"), std::string::npos) << d;
+  EXPECT_NE(d.find("for up to 4.0 s"), std::string::npos) << d;
+  EXPECT_NE(d.find("=> the ranks called different collectives at #1"), std::string::npos) << d;
+  // Not a record: refused with a reason.
+  FrRecord r;
+  EXPECT_FALSE(parseFlightRecord("{\"format\":\"other\"}", &r, &e));
+  EXPECT_FALSE(parseFlightRecord(record(5, "", 0), &r, &e));  // rank 5 of 3
+}
+
+}  // namespace
+}  // namespace braid
