@@ -138,7 +138,7 @@ void diagnoseComm(const std::vector<const FrRecord*>& recs, std::string* out) {
         if (in.detail.empty()) in.detail = op->detail;
       } else if (r->collectivesIssued <= oldest) {
         behind.push_back(r->rank);
-        std::string what = "issued " + std::to_string(r->collectivesIssued) + " collectives";
+        std::string what = "issued " + std::to_string(r->collectivesIssued) + " collective(s)";
         const FrRecord::Op* last = nullptr;
         for (const FrRecord::Op& x : r->ops)
           if (x.collSeq >= 0) last = &x;

@@ -46,7 +46,7 @@ struct FrEntry {
   int32_t op = 0;     ///< ncclRedOp_t (>= ncclNumOps: a PreMulSum op)
   int32_t root = 0;   ///< root, or the peer of a send/receive
   int32_t waitingOn = kFrNoPeer;  ///< while stalled: the rank waited on (-2: the switch)
-  int64_t queuedUs = 0, startedUs = 0, endedUs = 0;  ///< wall clock (0: not yet)
+  int64_t queuedUs = 0, startedUs = 0, endedUs = 0;  ///< frNowUs() (0: not yet)
   char algo[32] = {};
   char detail[224] = {};  ///< what it waits for, or the error
 };
@@ -105,7 +105,8 @@ class FlightRecorder {
   FrIdentity id_;
 };
 
-/// The wall clock in microseconds (the recorder's time base).
+/// The wall clock in microseconds, at the kernel's coarse resolution (a few ms): the
+/// recorder's time base.
 int64_t frNowUs();
 
 }  // namespace braid

@@ -448,6 +448,8 @@ ncclResult_t runOps(const std::vector<OpRecord>& batchOps, Scratch& sc,
   r = buildWorks(*hostOps, sc);
   if (r == ncclSuccess) r = sc.connector.connect();
   if (r != ncclSuccess) {
+    for (const OpRecord& op : *hostOps)
+      if (op.comm->recorder) op.comm->recorder->finished(op.frSeq, false, lastError(op.comm));
     for (Comm* c : comms) c->fatal(r);
     return r;
   }

@@ -6,6 +6,7 @@
 //   Gpu/GpuMatrixThreads.*    the same with 2 and 4 ranks as threads of one process
 //   GpuGraph.*             an all-reduce captured in a CUDA Graph, launched 3 times
 //   GpuGroup.*             a group of several ops: checked, and one kernel when captured
+//   GpuCheck.*             BRAID_CHECK=1: a mismatched count fails every rank, then works
 //   GpuFault.KilledRank    SIGKILL of one rank during a large all-reduce loop: the
 //                          survivor's ncclCommGetAsyncError reports it, ncclCommAbort returns
 //
@@ -127,6 +128,17 @@ TEST(GpuGroup, ThreeThreadsOneLaunch) {
   EXPECT_TRUE(runWorkers(threadArgs("group", 3, {}), kScenarioTimeoutMs, &report)) << report;
 }
 
+// BRAID_CHECK on the CUDA path: the fingerprints go through the host before the ops are
+// enqueued on their streams (the workers inherit the variable).
+TEST(GpuCheck, MismatchOnDeviceBuffers) {
+  BRAID_GPU_REQUIRE_DEVICE();
+  setenv("BRAID_CHECK", "1", 1);
+  std::string report;
+  EXPECT_TRUE(runWorkers(rankArgs("mismatch", 2, {}), kScenarioTimeoutMs, &report)) << report;
+  EXPECT_TRUE(runWorkers(threadArgs("mismatch", 3, {}), kScenarioTimeoutMs, &report)) << report;
+  unsetenv("BRAID_CHECK");
+}
+
 TEST(GpuFault, AbortWithDeviceWorkInFlightAfterNonblockingInit) {
   BRAID_GPU_REQUIRE_DEVICE();
   std::string report;
@@ -200,6 +212,14 @@ int hostSelfCheck() {
     const std::string log = set.size() > 0 ? set.log(0) : std::string();
     expect(started && !ok && log.find("FAIL rank 0") != std::string::npos,
            std::string("a corrupted element is reported: ") + c, error + report + log);
+  }
+  {
+    // The BRAID_CHECK scenario's own checks, on host buffers.
+    setenv("BRAID_CHECK", "1", 1);
+    std::string report;
+    const bool ok = runWorkers(rankArgs("mismatch", 2, {{"host", "1"}}), 120000, &report);
+    unsetenv("BRAID_CHECK");
+    expect(ok, "host mismatch scenario, 2 processes (BRAID_CHECK=1)", report);
   }
   std::printf("host self-check: %s\n", failures == 0 ? "passed" : "FAILED");
   return failures == 0 ? 0 : 1;

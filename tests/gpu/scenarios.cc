@@ -438,4 +438,43 @@ int runAbortInFlight(const RankCtx& r) {
   _exit(ok ? 0 : 1);  // the communicator is gone: no teardown left to do
 }
 
+int runMismatch(const RankCtx& r) {
+  Mem& m = *r.mem;
+  const size_t count = 4096;
+  const cudaStream_t s = m.stream();
+  Buf<float> buf;
+  if (!buf.init(m, count)) {
+    std::fprintf(stderr, "FAIL rank %d: buffers: %s\n", r.rank, m.lastError().c_str());
+    return 1;
+  }
+  for (size_t k = 0; k < count; ++k) buf.host[k] = static_cast<float>(r.rank + 1);
+  if (!buf.put(m)) {
+    std::fprintf(stderr, "FAIL rank %d: staging: %s\n", r.rank, m.lastError().c_str());
+    return 1;
+  }
+  int failed = 0;
+  // The last rank passes another count: every rank must refuse, naming it.
+  const size_t mine = r.rank == r.nranks - 1 ? count - 1 : count;
+  const ncclResult_t bad = ncclAllReduce(buf.dev, buf.dev, mine, ncclFloat32, ncclSum, r.comm, s);
+  const std::string text = ncclGetLastError(r.comm);
+  if (bad != ncclInvalidUsage || text.find("collective mismatch") == std::string::npos ||
+      text.find("count " + std::to_string(count - 1)) == std::string::npos) {
+    std::fprintf(stderr, "FAIL rank %d: mismatched all-reduce returned %s: %s\n", r.rank,
+                 ncclGetErrorString(bad), text.c_str());
+    ++failed;
+  }
+  // Nothing ran; the next, matching call works on the same buffers.
+  const ncclResult_t good = ncclAllReduce(buf.dev, buf.dev, count, ncclFloat32, ncclSum, r.comm, s);
+  if (good != ncclSuccess || !buf.get(m)) {
+    std::fprintf(stderr, "FAIL rank %d: matching all-reduce: %s %s\n", r.rank,
+                 ncclGetErrorString(good), m.lastError().c_str());
+    return failed + 1;
+  }
+  const float want = static_cast<float>(r.nranks * (r.nranks + 1) / 2);
+  failed += checkValues<float>(r, "all-reduce after a mismatch", buf.host,
+                               [&](size_t) { return double(want); });
+  std::printf("rank %d: mismatch: %d failed checks\n", r.rank, failed);
+  return failed;
+}
+
 }  // namespace braid_gpu

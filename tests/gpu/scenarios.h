@@ -33,6 +33,11 @@ int runKilled(const RankCtx& r, int statusFd);
 /// communicator). Runs with the worker's "abort" mode.
 int runAbortInFlight(const RankCtx& r);
 
+/// BRAID_CHECK=1 on device buffers: the last rank calls an all-reduce with another
+/// count; every rank must get ncclInvalidUsage naming the count, and the next matching
+/// all-reduce must run and be right. Runs with the worker's "mismatch" mode.
+int runMismatch(const RankCtx& r);
+
 }  // namespace braid_gpu
 
 #endif  // BRAID_TESTS_GPU_SCENARIOS_H_

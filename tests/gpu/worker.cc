@@ -129,6 +129,8 @@ int runRank(const Args& a, int rank, int nranks, const ncclUniqueId& id) {
     failed = runGraph(r);
   } else if (mode == "group") {
     failed = runGroup(r);
+  } else if (mode == "mismatch") {
+    failed = runMismatch(r);
   } else if (mode == "abort") {
     failed = runAbortInFlight(r);
   } else if (mode == "killed") {
