@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config python3 python3-dev python3-venv python3-matplotlib
       libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev
       libopenmpi-dev openmpi-bin libgloo-dev libopenblas-dev iproute2 procps
-      libibverbs-dev ibverbs-providers libucx-dev)
+      libibverbs-dev ibverbs-providers libucx-dev
+      clang libclang-rt-14-dev)  # clang + libFuzzer: scripts/run-fuzz.sh
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Braid and runs every test: the full suite on a normal build (with PyTorch's own
 # DDP / FSDP2 / pipelining on the torch_braid backend, in build/venv), the IB verbs and UCX
-# networks over soft-RoCE in a qemu guest (scripts/rdma-guest.sh), then the multi-rank
+# networks over soft-RoCE in a qemu guest (scripts/rdma-guest.sh), a short run of every
+# fuzz harness (scripts/run-fuzz.sh, clang, in build-fuzz), then the multi-rank
 # suites again under ASan+UBSan and under TSan. Usage: scripts/run-tests.sh
 # Environment: BRAID_JOBS (build parallelism, default: nproc), BRAID_SKIP_SANITIZERS=1.
 set -euo pipefail
@@ -73,6 +74,24 @@ else
   passed=$((passed + ${n:-0}))
 fi
 rm -f "$guest_log"
+
+# Fuzzing (tests/fuzz/): a short libFuzzer run of every harness, in build-fuzz with clang,
+# ASan and UBSan (only the harnesses and the library are built). Each harness that runs
+# clean counts as a passed test; their regression inputs also replay in the build above
+# (ctest label fuzz_replay). The longer run: scripts/run-fuzz.sh 600 (tests/README.md).
+echo "== fuzz: a short run of each harness =="
+fuzz_log=$(mktemp)
+set +e
+scripts/run-fuzz.sh "${BRAID_FUZZ_SECONDS:-15}" 2>&1 | tee "$fuzz_log"
+fuzz_rc=${PIPESTATUS[0]}
+set -e
+if [ "$fuzz_rc" -ne 0 ]; then
+  echo "fuzz stage failed (exit $fuzz_rc)"
+  exit 1
+fi
+n=$(sed -n 's/^run-fuzz: \([0-9]*\) harnesses, 0 crashed.*/\1/p' "$fuzz_log" | tail -n 1)
+passed=$((passed + ${n:-0}))
+rm -f "$fuzz_log"
 
 if [ "${BRAID_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== ASan+UBSan: multi-rank and training tests =="

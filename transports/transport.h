@@ -27,6 +27,7 @@ struct PeerInfo {
   uint64_t hostHash = 0;     ///< hostname + boot id, or NCCL_HOSTID
   uint64_t machineHash = 0;  ///< hostname + boot id (the physical machine, for CPU sharing)
   uint64_t processHash = 0;  ///< unique per process (host, pid, random)
+  uint64_t pidNamespace = 0;  ///< the pid namespace `pid` means something in (0: unknown)
   int cudaDev = -1;
   char busId[16] = {};       ///< PCI bus id of cudaDev ("" without a GPU)
   char hostname[64] = {};

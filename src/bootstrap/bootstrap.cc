@@ -24,6 +24,7 @@
 
 #include "src/bootstrap/root.h"
 #include "src/bootstrap/wire.h"
+#include "src/bootstrap/wire_check.h"
 #include "src/config/params.h"
 #include "src/core/error.h"
 #include "src/net/socket.h"
@@ -32,6 +33,7 @@ namespace braid {
 namespace {
 
 constexpr int kSliceMs = 50;  // the abort flag is checked at least this often
+constexpr int kProbeMs = 200;  // and the peer probe (setPeerProbe) this often
 // Internal tags (the core's tags must stay below kInternalTagBase).
 constexpr uint32_t kInternalTagBase = 0xFFFFFF00u;
 constexpr uint32_t kTagAllGather = kInternalTagBase + 1;
@@ -78,6 +80,7 @@ class SocketBootstrap : public Bootstrap {
   ncclResult_t allGather(void* data, size_t bytes) override;
   ncclResult_t barrier() override;
   void setExtraAbortFlag(const std::atomic<bool>* flag) override { extraAbort_ = flag; }
+  void setPeerProbe(PeerProbe probe) override { probe_ = std::move(probe); }
 
  private:
   bool aborted() const {
@@ -96,6 +99,7 @@ class SocketBootstrap : public Bootstrap {
   uint64_t secret_;
   BootstrapOptions opts_;
   const std::atomic<bool>* extraAbort_ = nullptr;  ///< see setExtraAbortFlag
+  PeerProbe probe_;  ///< see setPeerProbe
   std::string label_;
   std::string rootLabel_;
   std::vector<std::string> peerLabels_;  // socket labels must outlive the sockets
@@ -180,16 +184,17 @@ ncclResult_t SocketBootstrap::join(const UniqueIdInfo& info) {
       return setError(ncclSystemError, nullptr, "bootstrap: rank %d of %d cannot join: %s", rank_,
                       nranks_, text.c_str());
   }
-  if (body.size() != size_t(nranks_) * wire::kAddrLen)
-    return setError(ncclSystemError, nullptr, "bootstrap: rank %d: rank table of %zu bytes, expected %zu",
-                    rank_, body.size(), size_t(nranks_) * wire::kAddrLen);
-  peers_.resize(size_t(nranks_));
-  for (int p = 0; p < nranks_; ++p) {
-    char* a = &body[size_t(p) * wire::kAddrLen];
-    a[wire::kAddrLen - 1] = '\0';
-    if (!SockAddr::parse(a, &peers_[size_t(p)]))
+  int badRank = -1;
+  switch (wire::parseRankTable(&body, nranks_, &peers_, &badRank)) {
+    case wire::TableVerdict::kOk:
+      break;
+    case wire::TableVerdict::kBadSize:
+      return setError(ncclSystemError, nullptr,
+                      "bootstrap: rank %d: rank table of %zu bytes, expected %zu", rank_,
+                      body.size(), size_t(nranks_) * wire::kAddrLen);
+    case wire::TableVerdict::kBadAddress:
       return setError(ncclSystemError, nullptr, "bootstrap: rank %d: bad address '%s' for rank %d",
-                      rank_, a, p);
+                      rank_, &body[size_t(badRank) * wire::kAddrLen], badRank);
   }
   BRAID_INFO(kLogBootstrap, "bootstrap: rank %d of %d joined; listening on %s", rank_, nranks_,
              boundText.c_str());
@@ -231,14 +236,14 @@ void SocketBootstrap::readIncoming(Incoming* in) {
       in->hdrGot += size_t(n);
       if (in->hdrGot < sizeof(in->hdr)) continue;
       const wire::MsgHeader& h = in->hdr;
-      if (h.secret != secret_) {
+      const wire::HeaderVerdict verdict = wire::checkMsgHeader(h, secret_, nranks_, in->from);
+      if (verdict == wire::HeaderVerdict::kForeignSecret) {
         BRAID_WARN("%s: closed a connection from %s presenting another job's secret",
                    label_.c_str(), in->sock.peerAddress().c_str());
         in->sock.close();
         return;
       }
-      if (h.from < 0 || h.from >= nranks_ || (in->from >= 0 && h.from != in->from) ||
-          h.bytes > wire::kMaxMessageBytes) {
+      if (verdict == wire::HeaderVerdict::kMalformed) {
         BRAID_WARN("%s: closed a connection from %s sending a malformed header (from %d, %llu bytes)",
                    label_.c_str(), in->sock.peerAddress().c_str(), h.from,
                    static_cast<unsigned long long>(h.bytes));
@@ -319,7 +324,9 @@ ncclResult_t SocketBootstrap::send(int peer, uint32_t tag, const void* data, siz
   Socket& s = out_[size_t(peer)];
   if (!s.valid()) {
     s.setLabel(peerLabels_[size_t(peer)].c_str());
-    BRAID_CHECK(s.connect(peers_[size_t(peer)], opts_.timeoutMs, opts_.abortFlag));
+    std::function<bool(std::string*)> gone;
+    if (probe_) gone = [this, peer](std::string* why) { return probe_(peer, why); };
+    BRAID_CHECK(s.connect(peers_[size_t(peer)], opts_.timeoutMs, opts_.abortFlag, gone));
   }
   wire::MsgHeader h{secret_, rank_, tag, bytes};
   // Small messages go out in one piece; larger ones as header then payload.
@@ -381,6 +388,7 @@ ncclResult_t SocketBootstrap::recv(int peer, uint32_t tag, void* data, size_t by
                     "bootstrap: rank %d: recv from itself (%s) without a matching send", rank_,
                     tagName(tag).c_str());
   const int64_t end = deadline();
+  int64_t lastProbe = monotonicMs();
   for (;;) {
     if (aborted())
       return setError(ncclSystemError, nullptr,
@@ -394,6 +402,15 @@ ncclResult_t SocketBootstrap::recv(int peer, uint32_t tag, void* data, size_t by
     if (end >= 0 && now >= end)
       return setError(ncclSystemError, nullptr, "bootstrap: no message from rank %d (%s) after %d ms",
                       peer, tagName(tag).c_str(), opts_.timeoutMs);
+    // Every few slices: is the peer still there (a process of this machine that died
+    // before it ever connected to us would otherwise be waited for until the timeout)?
+    if (probe_ && now - lastProbe >= kProbeMs) {
+      lastProbe = now;
+      std::string why;
+      if (probe_(peer, &why))
+        return setError(ncclRemoteError, nullptr, "bootstrap: rank %d: waiting for %s from rank "
+                        "%d: %s", rank_, tagName(tag).c_str(), peer, why.c_str());
+    }
     int wait = end < 0 ? kSliceMs : int(std::min<int64_t>(kSliceMs, end - now));
     BRAID_CHECK(pump(wait, -1, 0, nullptr));
     if (takeStash(peer, tag, data, bytes, &res)) return res;

@@ -9,9 +9,11 @@
 // Ranks then talk directly: send/recv by (peer, tag); allGather and barrier on top.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "nccl.h"
 
@@ -68,6 +70,12 @@ class Bootstrap {
   /// derived from this one (ncclCommSplit/Shrink) lends its own flag, so aborting the
   /// child stops the exchange it runs on the parent's bootstrap.
   virtual void setExtraAbortFlag(const std::atomic<bool>* flag) = 0;
+
+  /// Tells whether a peer is known to be gone (true, with *why): a wait for that peer's
+  /// message then fails with ncclRemoteError instead of running to the timeout. The
+  /// communicator installs one once it knows its peers (processes on this machine).
+  using PeerProbe = std::function<bool(int peer, std::string* why)>;
+  virtual void setPeerProbe(PeerProbe probe) = 0;
 };
 
 }  // namespace braid

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "src/bootstrap/wire.h"
+#include "src/bootstrap/wire_check.h"
 #include "src/config/log.h"
 #include "src/core/error.h"
 
@@ -132,39 +133,42 @@ class Root {
   bool admit(Pending p) {
     const wire::RootHello& h = p.hello;
     const std::string from = p.sock.peerAddress();
-    if (h.secret != secret_) {
-      BRAID_WARN("bootstrap root at %s: rejected rank %d (of %d) from %s: its unique id belongs "
-                 "to another job (secret mismatch)",
-                 where_.c_str(), h.rank, h.nranks, from.c_str());
-      reply(&p.sock, wire::kSecretMismatch,
-            "the unique id belongs to another job (secret mismatch)");
-      return false;
+    switch (wire::checkHello(h, secret_, nranks_, byRank_)) {
+      case wire::kOk:
+        break;
+      case wire::kSecretMismatch:
+        BRAID_WARN("bootstrap root at %s: rejected rank %d (of %d) from %s: its unique id "
+                   "belongs to another job (secret mismatch)",
+                   where_.c_str(), h.rank, h.nranks, from.c_str());
+        reply(&p.sock, wire::kSecretMismatch,
+              "the unique id belongs to another job (secret mismatch)");
+        return false;
+      case wire::kBadNranks: {
+        std::string msg = "ncclCommInitRank: rank " + std::to_string(h.rank) +
+                          " was given nranks=" + std::to_string(h.nranks) + " but rank " +
+                          std::to_string(firstRank_) + " nranks=" + std::to_string(nranks_) +
+                          " for the same unique id";
+        BRAID_WARN("bootstrap root at %s: %s", where_.c_str(), msg.c_str());
+        reply(&p.sock, wire::kBadNranks, msg);
+        return false;
+      }
+      case wire::kDuplicateRank: {
+        std::string msg = "ncclCommInitRank: rank " + std::to_string(h.rank) +
+                          " joined twice with the same unique id (second time from " + from + ")";
+        BRAID_WARN("bootstrap root at %s: %s", where_.c_str(), msg.c_str());
+        reply(&p.sock, wire::kDuplicateRank, msg);
+        return false;
+      }
+      default:  // kBadRank
+        reply(&p.sock, wire::kBadRank,
+              "ncclCommInitRank: rank " + std::to_string(h.rank) + " is outside [0, " +
+                  std::to_string(h.nranks) + ")");
+        return false;
     }
-    if (h.nranks < 1 || h.rank < 0 || h.rank >= h.nranks) {
-      reply(&p.sock, wire::kBadRank,
-            "ncclCommInitRank: rank " + std::to_string(h.rank) + " is outside [0, " +
-                std::to_string(h.nranks) + ")");
-      return false;
-    }
-    if (nranks_ < 0) {
+    if (nranks_ < 0) {  // the first rank sets the job's size
       nranks_ = h.nranks;
       firstRank_ = h.rank;
       byRank_.assign(size_t(nranks_), -1);
-    }
-    if (h.nranks != nranks_) {
-      std::string msg = "ncclCommInitRank: rank " + std::to_string(h.rank) + " was given nranks=" +
-                        std::to_string(h.nranks) + " but rank " + std::to_string(firstRank_) +
-                        " nranks=" + std::to_string(nranks_) + " for the same unique id";
-      BRAID_WARN("bootstrap root at %s: %s", where_.c_str(), msg.c_str());
-      reply(&p.sock, wire::kBadNranks, msg);
-      return false;
-    }
-    if (byRank_[size_t(h.rank)] >= 0) {
-      std::string msg = "ncclCommInitRank: rank " + std::to_string(h.rank) +
-                        " joined twice with the same unique id (second time from " + from + ")";
-      BRAID_WARN("bootstrap root at %s: %s", where_.c_str(), msg.c_str());
-      reply(&p.sock, wire::kDuplicateRank, msg);
-      return false;
     }
     auto m = std::make_unique<Member>();
     m->sock = std::move(p.sock);

@@ -30,7 +30,9 @@ bool parseInt(const char* s, int64_t* out) {
   else if (*end == 'g' || *end == 'G') mult = 1ll << 30, ++end;
   if (*end == 'b' || *end == 'B') ++end;
   if (*end != '\0') return false;
-  *out = int64_t(v) * mult;
+  int64_t scaled;
+  if (__builtin_mul_overflow(int64_t(v), mult, &scaled)) return false;  // "9E18K": too large
+  *out = scaled;
   return true;
 }
 

@@ -14,6 +14,7 @@
 #include "src/device/device_comm.h"
 #include "src/diag/flight_recorder.h"
 #include "transports/collnet/collnet_state.h"
+#include "transports/shm/shm_transport.h"
 
 namespace braid {
 
@@ -70,9 +71,13 @@ void Comm::releaseResources() {
   }
   sends.clear();
   recvs.clear();
+  // Segments a peer of this machine created and died before its partner mapped them.
+  if (!peers.empty() && size_t(rank) < peers.size())
+    removeDeadPeerSegments(commHash, peers, peers[size_t(rank)].machineHash);
   collnet.reset();  // after the ends that point at its ports
   bootstrap.reset();
   planCache.clear();
+  planCacheBytes = 0;
   forgetRegistrations(this);
   peers.clear();
   peers.shrink_to_fit();

@@ -179,6 +179,9 @@ struct Comm : public ConnTable {
     }
   };
   std::unordered_map<PlanKey, std::shared_ptr<const Plan>, PlanKeyHash> planCache;
+  size_t planCacheBytes = 0;  ///< the cached plans' steps, about (see kPlanCacheBytes)
+  static constexpr size_t kPlanCacheEntries = 4096;
+  static constexpr size_t kPlanCacheBytes = size_t(1) << 20;
 
   /// Record a fatal error: sets asyncError, closes connections, returns code. The
   /// first one also dumps the flight record, with `reason` ("timeout", "peer", ...).

@@ -24,6 +24,7 @@
 #include "src/core/init.h"
 #include "src/core/machine.h"
 #include "transports/collnet/collnet_state.h"
+#include "transports/shm/shm_transport.h"
 
 namespace braid {
 namespace {
@@ -202,6 +203,7 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   me.info.hostHash = hostHash();
   me.info.machineHash = machineHash();
   me.info.processHash = me.info.hostHash ^ processToken();
+  me.info.pidNamespace = pidNamespace();
   me.info.cudaDev = cudaDev;
   if (cudaDev >= 0 && cudart::available())
     snprintf(me.info.busId, sizeof(me.info.busId), "%s", cudart::deviceBusId(cudaDev).c_str());
@@ -252,6 +254,18 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
     comm->peers.push_back(o.info);
   }
   comm->commHash = fnv1a(&id, sizeof(id));
+  // A peer process of this machine that dies while a bootstrap exchange waits for it
+  // fails the wait at once (not after BRAID_BOOTSTRAP_TIMEOUT_MS).
+  comm->bootstrap->setPeerProbe([peers = comm->peers, me = me.info](int peer, std::string* why) {
+    if (peer < 0 || size_t(peer) >= peers.size()) return false;
+    const PeerInfo& p = peers[size_t(peer)];
+    if (p.machineHash != me.machineHash || p.pidNamespace == 0 ||
+        p.pidNamespace != me.pidNamespace || processAlive(pid_t(p.pid), 0))
+      return false;
+    *why = "rank " + std::to_string(peer) + " (pid " + std::to_string(p.pid) +
+           ") on this host exited";
+    return true;
+  });
   // Every rank must build the same plans: rank 0's small-message threshold applies.
   comm->settings.smallMsgBytes = all[0].smallMsgBytes;
   // ... and checks fingerprints if rank 0 does (a collective exchange: all or none).

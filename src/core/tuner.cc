@@ -272,8 +272,16 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const 
                  others.c_str());
     }
     if (cacheable) {
-      if (comm->planCache.size() > 4096) comm->planCache.clear();
-      comm->planCache[key] = plan;
+      // Bounded by entries and by bytes: a program that uses many distinct counts keeps
+      // a few MiB of plans per communicator, not one plan per count forever.
+      size_t bytes = sizeof(Plan) + plan->algorithm.size();
+      for (const Program& p : plan->programs) bytes += sizeof(Program) + p.steps.size() * sizeof(Step);
+      if (comm->planCache.size() >= Comm::kPlanCacheEntries ||
+          comm->planCacheBytes + bytes > Comm::kPlanCacheBytes) {
+        comm->planCache.clear();
+        comm->planCacheBytes = 0;
+      }
+      if (comm->planCache.emplace(key, plan).second) comm->planCacheBytes += bytes;
     }
     *out = std::move(plan);
     return ncclSuccess;

@@ -391,7 +391,8 @@ ncclResult_t Socket::accept(Socket* out, int timeoutMs, const std::atomic<bool>*
   }
 }
 
-ncclResult_t Socket::connect(const SockAddr& addr, int timeoutMs, const std::atomic<bool>* abort) {
+ncclResult_t Socket::connect(const SockAddr& addr, int timeoutMs, const std::atomic<bool>* abort,
+                             const std::function<bool(std::string*)>& gone) {
   close();
   const std::string where = addr.toString();
   const int64_t deadline = deadlineFor(timeoutMs);
@@ -445,7 +446,12 @@ ncclResult_t Socket::connect(const SockAddr& addr, int timeoutMs, const std::ato
     if (!retryableConnectError(err))
       return setError(ncclSystemError, nullptr, "%s: connect to %s failed: %s", label_,
                       where.c_str(), strerror(err));
-    // Not listening yet (or backlog full): back off a little and try again.
+    // Not listening yet (or backlog full): back off a little and try again, unless the
+    // process that should listen is known to be gone.
+    std::string why;
+    if (gone && gone(&why))
+      return setError(ncclRemoteError, nullptr, "%s: connect to %s refused: %s", label_,
+                      where.c_str(), why.c_str());
     int64_t now = monotonicMs();
     if (deadline >= 0 && now >= deadline)
       return setError(ncclSystemError, nullptr,

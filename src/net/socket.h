@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -67,8 +68,10 @@ class Socket {
   ncclResult_t listen(const SockAddr& addr, SockAddr* bound);
   /// Accept one connection within timeoutMs (-1: forever), giving up if *abort.
   ncclResult_t accept(Socket* out, int timeoutMs, const std::atomic<bool>* abort) const;
-  /// Connect, retrying refused connections until timeoutMs.
-  ncclResult_t connect(const SockAddr& addr, int timeoutMs, const std::atomic<bool>* abort);
+  /// Connect, retrying refused connections until timeoutMs, or until `gone` (if given)
+  /// says the listener's process is known to be gone (ncclRemoteError with its why).
+  ncclResult_t connect(const SockAddr& addr, int timeoutMs, const std::atomic<bool>* abort,
+                       const std::function<bool(std::string*)>& gone = nullptr);
   /// Send/receive exactly `bytes`, within timeoutMs (-1: forever). A closed peer gives
   /// ncclRemoteError; a timeout ncclSystemError; messages say which.
   ncclResult_t sendAll(const void* data, size_t bytes, int timeoutMs,

@@ -2,6 +2,7 @@
 // connection. See shm_transport.h for the segment layout and the unlink rule.
 #include "transports/shm/shm_transport.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -81,6 +82,35 @@ bool processAlive(pid_t pid, uint64_t startTime) {
     if (now != 0 && now != startTime) return false;  // pid reused by another process
   }
   return true;
+}
+
+int removeDeadPeerSegments(uint64_t commHash, const std::vector<PeerInfo>& peers,
+                           uint64_t myMachineHash) {
+  std::vector<std::string> prefixes;
+  const uint64_t ns = pidNamespace();
+  for (const PeerInfo& p : peers) {
+    if (p.machineHash != myMachineHash || p.pid <= 0 || p.pid == int(getpid())) continue;
+    if (ns == 0 || p.pidNamespace != ns) continue;  // its pid means nothing here
+    if (processAlive(pid_t(p.pid), 0)) continue;
+    char prefix[64];
+    std::snprintf(prefix, sizeof prefix, "braid-%d-%016llx-", p.pid, (unsigned long long)commHash);
+    prefixes.push_back(prefix);
+  }
+  if (prefixes.empty()) return 0;
+  int removed = 0;
+  DIR* d = opendir("/dev/shm");
+  if (!d) return 0;
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d))
+    for (const std::string& pre : prefixes)
+      if (std::strncmp(e->d_name, pre.c_str(), pre.size()) == 0) names.push_back(e->d_name);
+  closedir(d);
+  for (const std::string& n : names)
+    if (shm_unlink(("/" + n).c_str()) == 0) {
+      ++removed;
+      BRAID_INFO(kLogShm, "shm: removed %s, left by a peer that died", n.c_str());
+    }
+  return removed;
 }
 
 namespace {

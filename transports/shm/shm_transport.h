@@ -14,6 +14,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <vector>
+
+#include "transports/transport.h"
 
 namespace braid {
 
@@ -58,5 +61,13 @@ uint64_t pidNamespace();
 /// is not a zombie, and, if startTime != 0, is the same process that had that start
 /// time.
 bool processAlive(pid_t pid, uint64_t startTime);
+
+/// Removes the shared-memory segments of communicator `commHash` that peers of this
+/// machine created and can no longer remove because they died (a segment is created by
+/// its receiver and unlinked once the sender has mapped it: a receiver killed before
+/// that leaves it behind). Only segments named for dead processes are touched. Returns
+/// how many were removed.
+int removeDeadPeerSegments(uint64_t commHash, const std::vector<PeerInfo>& peers,
+                           uint64_t myMachineHash);
 
 }  // namespace braid
