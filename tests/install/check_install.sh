@@ -61,7 +61,10 @@ if [ -x "$prefix/bin/all_reduce_perf" ]; then
   out=$(cd "$scratch" && env -u LD_LIBRARY_PATH "$prefix/bin/all_reduce_perf" -b 8 -e 64K -f 8 \
     -g 2 2>&1) || { echo "$out"; fail "installed all_reduce_perf"; }
   echo "$out" | grep -q "Out of bounds values : 0 OK" || { echo "$out"; fail "all_reduce_perf check"; }
-  env -u LD_LIBRARY_PATH ldd "$prefix/bin/all_reduce_perf" | grep -qF "=> $prefix/bin/../lib/libbraid.so" ||
+  # ldd's whole output first, as above: grep -q closing the pipe early would make ldd
+  # die of SIGPIPE and the pipeline fail now and then.
+  libs=$(env -u LD_LIBRARY_PATH ldd "$prefix/bin/all_reduce_perf")
+  grep -qF "=> $prefix/bin/../lib/libbraid.so" <<<"$libs" ||
     fail "installed all_reduce_perf does not load $prefix/lib/libbraid.so"
 fi
 echo "INSTALL OK"
