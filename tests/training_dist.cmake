@@ -1,7 +1,8 @@
 # Tests of the training layer's data parallelism (tests/training_dist/): ProcessGroup,
-# launch environment parsing, DDP, ZeRO-1/2/3 and sharded checkpoints. Ranks run as
-# threads of one process (one ncclCommInitRank each) except the launch test, which starts
-# real processes with braidrun. Run: ctest -L training_dist
+# launch environment parsing, DDP, ZeRO-1/2/3, sharded and asynchronous checkpoints, the
+# elastic membership agreement. Ranks run as threads of one process (one
+# ncclCommInitRank each) except the launch test, which starts real processes with
+# braidrun, and the elastic braid-train tests (processes). Run: ctest -L training_dist
 if(TARGET braid_train)
   file(GLOB BRAID_TRAINING_DIST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/training_dist/*.cc)
   add_executable(braid_training_dist_test ${BRAID_TRAINING_DIST_SOURCES})
@@ -25,5 +26,17 @@ if(TARGET braid_train)
     set_tests_properties(training_dist.launch.braidrun training_dist.launch.torchrun_env_without_comm_id
       training_dist.launch.mpi_env training_dist.launch.slurm_env
       PROPERTIES LABELS training_dist TIMEOUT 60 ENVIRONMENT "OPENBLAS_NUM_THREADS=1")
+  endif()
+
+  # Elastic braid-train: a rank SIGKILLed mid-training, the survivors shrink and resume
+  # from the last complete checkpoint (processes started by the script itself).
+  if(TARGET braid-train)
+    foreach(mode shrink kill9 refuse)
+      add_test(NAME training_dist.elastic.${mode}
+               COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/training_dist/elastic_smoke.sh ${mode}
+                       $<TARGET_FILE:braid-train>)
+      set_tests_properties(training_dist.elastic.${mode} PROPERTIES
+        LABELS training_dist TIMEOUT 120 ENVIRONMENT "OPENBLAS_NUM_THREADS=1")
+    endforeach()
   endif()
 endif()

@@ -9,6 +9,7 @@
 // CSV / JSON logs and the PNG plot (training/app/loss_plot.h, no plotting library
 // needed; training/app/plot_loss.py draws a matplotlib version from the CSV).
 // Flags: braid-train --help.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,9 +28,11 @@
 #include <vector>
 
 #include "training/app/loss_plot.h"
+#include "training/checkpoint/async_checkpoint.h"
 #include "training/data/markov.h"
 #include "training/data/text_dataset.h"
 #include "training/dist/launch.h"
+#include "training/parallel/elastic.h"
 #include "training/parallel/trainer.h"
 
 namespace bt = braid::train;
@@ -54,6 +57,12 @@ struct Options {
   int64_t bucketKib = 0;   // DDP / ZeRO-1/2 bucket size (0: 1 MiB first, 25 MiB cap)
   bool quiet = false;
   bool noReshard = false, noPrefetch = false;  // zero3
+  // periodic checkpoints and elastic training
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0, checkpointKeep = 2;
+  bool syncCheckpoint = false, elastic = false;
+  int64_t heartbeatMs = 100, deadMs = 3000, agreeMs = 120000;
+  int64_t killRank = -1, killStep = -1;  // testing: that rank SIGKILLs itself at that step
 };
 
 void usage(FILE* to) {
@@ -89,7 +98,25 @@ void usage(FILE* to) {
       "  --save DIR          sharded checkpoint at the end\n"
       "  --load DIR          resume from a checkpoint (same model, tp and pp; any dp)\n"
       "  --print-every N     plain progress lines every N steps (no terminal)\n"
-      "  --quiet             only the summary\n");
+      "  --quiet             only the summary\n"
+      "  (--log-csv FILE with %%r in it: every rank writes its own log, %%r = its first rank)\n"
+      "periodic checkpoints and elastic training:\n"
+      "  --checkpoint-dir D  checkpoints D/step-NNNNNNNN every --checkpoint-every steps (a\n"
+      "                      directory is renamed into place once complete); an existing\n"
+      "                      complete one is resumed from at start (unless --load)\n"
+      "  --checkpoint-every N (default 0: none; with --elastic 10)\n"
+      "  --checkpoint-keep K complete checkpoints kept (default 2; 0: all)\n"
+      "  --sync-checkpoint   write in the training thread (default: a background thread\n"
+      "                      writes a copy taken at the step boundary)\n"
+      "  --elastic           survive dead ranks (dp only, tp = pp = 1): the survivors agree\n"
+      "                      on who failed (via D), shrink the communicator, reload the newest\n"
+      "                      checkpoint for the smaller dp and go on; needs --checkpoint-dir\n"
+      "  --elastic-heartbeat-ms N (100) --elastic-dead-ms N (3000): a rank whose heartbeat\n"
+      "                      file in D has not changed for N ms is dead (same machine: as\n"
+      "                      soon as its process is gone)\n"
+      "  --elastic-agree-ms N  a rank that has not reported within N ms of a failure is\n"
+      "                      excluded as hung (default 120000)\n"
+      "  --kill-rank R --kill-at-step K   testing: rank R SIGKILLs itself as step K starts\n");
 }
 
 /// Parses --flag VALUE and --flag=VALUE. Throws std::invalid_argument on errors.
@@ -98,13 +125,16 @@ Options parseArgs(int argc, char** argv) {
   std::map<std::string, std::string*> strs = {
       {"--data", &o.data},        {"--dp-mode", &o.dpMode},   {"--schedule", &o.schedule},
       {"--log-csv", &o.logCsv},   {"--log-json", &o.logJson}, {"--plot", &o.plot},
-      {"--save", &o.save},        {"--load", &o.load}};
+      {"--save", &o.save},        {"--load", &o.load},        {"--checkpoint-dir", &o.checkpointDir}};
   std::map<std::string, int64_t*> ints = {
       {"--width", &o.width},          {"--layers", &o.layers},
       {"--heads", &o.heads},          {"--context", &o.context},
       {"--batch", &o.batch},          {"--steps", &o.steps},
       {"--eval-every", &o.evalEvery}, {"--eval-batches", &o.evalBatches},
-      {"--print-every", &o.printEvery}, {"--bucket-kib", &o.bucketKib}};
+      {"--print-every", &o.printEvery}, {"--bucket-kib", &o.bucketKib},
+      {"--checkpoint-every", &o.checkpointEvery}, {"--checkpoint-keep", &o.checkpointKeep},
+      {"--elastic-heartbeat-ms", &o.heartbeatMs}, {"--elastic-dead-ms", &o.deadMs},
+      {"--elastic-agree-ms", &o.agreeMs}, {"--kill-rank", &o.killRank}, {"--kill-at-step", &o.killStep}};
   std::map<std::string, int*> smallInts = {
       {"--dp", &o.dp}, {"--tp", &o.tp}, {"--pp", &o.pp}, {"--microbatches", &o.micros}};
   std::map<std::string, double*> reals = {
@@ -115,8 +145,11 @@ Options parseArgs(int argc, char** argv) {
       usage(stdout);
       std::exit(0);
     }
-    if (a == "--quiet" || a == "--no-reshard" || a == "--no-prefetch") {
-      (a == "--quiet" ? o.quiet : a == "--no-reshard" ? o.noReshard : o.noPrefetch) = true;
+    const std::map<std::string, bool*> switches = {
+        {"--quiet", &o.quiet},          {"--no-reshard", &o.noReshard}, {"--no-prefetch", &o.noPrefetch},
+        {"--sync-checkpoint", &o.syncCheckpoint}, {"--elastic", &o.elastic}};
+    if (switches.count(a)) {
+      *switches.at(a) = true;
       continue;
     }
     const size_t eq = a.find('=');
@@ -219,10 +252,11 @@ class Reporter {
  public:
   Reporter(const Options& o, bool tty) : o_(o), tty_(tty && !o.quiet) {}
 
-  void step(const Row& r, int64_t total, bool dpComm) {
+  /// Records a step; prints it when `print` (rank 0).
+  void step(const Row& r, int64_t total, bool dpComm, bool print) {
     rows_.push_back(r);
     if (std::isfinite(r.val)) lastVal_ = r.val;
-    if (o_.quiet) return;
+    if (o_.quiet || !print) return;
     const std::string hidden = dpComm ? fmt("%.0f%%", 100 * r.s.commHidden) : "-";
     if (tty_) {
       const int width = 28;
@@ -277,6 +311,10 @@ class Reporter {
   }
 
   const std::vector<Row>& rows() const { return rows_; }
+  /// Forgets the steps after `step` (training goes back to a checkpoint).
+  void truncate(int64_t step) {
+    while (!rows_.empty() && rows_.back().s.step > step) rows_.pop_back();
+  }
   static std::string human(double v) {
     return v >= 1e6 ? fmt("%.2fM", v / 1e6) : v >= 1e3 ? fmt("%.1fk", v / 1e3) : fmt("%.0f", v);
   }
@@ -309,7 +347,6 @@ int run(int argc, char** argv) {
   const Options o = parseArgs(argc, argv);
   bt::LaunchInfo launch;
   std::unique_ptr<bt::ProcessGroup> world = bt::initWorldFromEnvironment(&launch);
-  const bool root = world->rank() == 0;
   const bool tty = ::isatty(STDOUT_FILENO) == 1;
 
   // ---- data ----
@@ -358,25 +395,36 @@ int run(int argc, char** argv) {
     throw std::invalid_argument("the layout " + c.mesh.describe() + " needs " +
                                 std::to_string(c.mesh.size()) + " ranks; this job has " +
                                 std::to_string(world->size()) + " (" + launch.launcher + ")");
-  bt::Trainer<float> trainer(c, *world, *data);
-  if (!o.load.empty()) trainer.load(o.load);
+  const int firstRank = world->rank();
+  if (o.elastic) {
+    bt::elasticCheck(c);
+    if (o.checkpointDir.empty())
+      throw std::invalid_argument("--elastic needs --checkpoint-dir (a directory every rank shares)");
+  }
+  const int64_t every = o.checkpointEvery > 0 ? o.checkpointEvery : (o.elastic ? 10 : 0);
+  if (every > 0 && o.checkpointDir.empty())
+    throw std::invalid_argument("--checkpoint-every needs --checkpoint-dir");
+  auto trainer = std::make_unique<bt::Trainer<float>>(c, *world, *data);
+  std::string loadDir = o.load;
+  if (loadDir.empty() && !o.checkpointDir.empty()) bt::latestCheckpoint(o.checkpointDir, &loadDir);
+  if (!loadDir.empty()) trainer->load(loadDir);
 
   // Every rank's model-state bytes (the report by kind, and the heap actually held), to
   // rank 0: with ZeRO they fall ~1/dp on each rank.
-  const bt::StateBytes mine = trainer.stateBytes();
+  const bt::StateBytes mine = trainer->stateBytes();
   const int64_t mineRow[5] = {mine.params, mine.grads, mine.optimizer, mine.buffers,
-                              trainer.strategy().heldBytes()};
+                              trainer->strategy().heldBytes()};
   std::vector<int64_t> rows(size_t(world->size()) * 5);
   world->allGather(mineRow, rows.data(), 5);
 
-  if (root) {
+  if (world->rank() == 0) {
     std::printf("braid-train: %d rank%s via %s; %s\n", world->size(), world->size() > 1 ? "s" : "",
                 launch.launcher.c_str(), c.describe().c_str());
     std::printf("data: %s; vocab %lld (model %lld), train %zu / val %zu tokens\n",
                 corpusNote.c_str(), (long long)data->vocabSize(), (long long)c.model.vocab,
                 train.size(), data->tokens(bt::Split::kValidation).size());
     std::printf("model: %lld parameters (%s); model state per rank in KiB:\n",
-                (long long)trainer.modelParams(), bt::dpModeName(c.dpMode));
+                (long long)trainer->modelParams(), bt::dpModeName(c.dpMode));
     std::printf("  rank    params     grads optimizer   buffers  heap held\n");
     for (int r = 0; r < world->size(); ++r) {
       const int64_t* x = rows.data() + size_t(r) * 5;
@@ -385,31 +433,93 @@ int run(int argc, char** argv) {
     }
     std::printf("unigram baseline: %.4f nats%s\n", unigram,
                 std::isfinite(floor) ? (", entropy-rate floor: " + fmt("%.4f", floor) + " nats").c_str() : "");
-    if (trainer.stepsDone() > 0)
-      std::printf("resumed from %s at step %lld\n", o.load.c_str(), (long long)trainer.stepsDone());
+    if (trainer->stepsDone() > 0)
+      std::printf("resumed from %s at step %lld\n", loadDir.c_str(), (long long)trainer->stepsDone());
+    if (every > 0)
+      std::printf("checkpoints: every %lld steps into %s/step-NNNNNNNN (%s)%s\n", (long long)every,
+                  o.checkpointDir.c_str(), o.syncCheckpoint ? "synchronous" : "asynchronous",
+                  o.elastic ? "; elastic: survives dead ranks" : "");
     std::fflush(stdout);
   }
+
+  bt::AsyncCheckpointer ckpt(o.checkpointDir, world.get(), int(o.checkpointKeep), !o.syncCheckpoint);
+  std::unique_ptr<bt::ElasticMembership> members;
+  if (o.elastic) {
+    bt::ElasticConfig ec;
+    ec.dir = o.checkpointDir;
+    ec.heartbeatMs = int(o.heartbeatMs);
+    ec.deadAfterMs = int(o.deadMs);
+    ec.agreeTimeoutMs = int(o.agreeMs);
+    members = std::make_unique<bt::ElasticMembership>(ec, *world);
+  }
+  bt::ElasticRun<float> er{&world, &trainer, &c, data.get(), members.get(), &ckpt};
+  std::vector<bt::ElasticEvent> events;
 
   Reporter rep(o, tty);
   double tokensTotal = 0, secondsTotal = 0, hiddenSum = 0, bubbleSum = 0;
   int measured = 0;
-  double lastVal = NAN;
-  while (trainer.stepsDone() < o.steps) {
-    Row r;
-    r.s = trainer.step();
-    const bool evalNow = r.s.step == o.steps || (o.evalEvery > 0 && r.s.step % o.evalEvery == 0);
-    if (evalNow) lastVal = r.val = trainer.evaluate();
-    if (r.s.step > 1 || o.steps == 1) {  // the first step warms up connections
-      tokensTotal += double(c.batch * trainer.seqLen());
-      secondsTotal += r.s.seconds;
-      hiddenSum += r.s.commHidden;
-      bubbleSum += r.s.bubble;
-      ++measured;
+  double lastVal = NAN, copySeconds = 0;
+  for (;;) {
+    try {
+      while (trainer->stepsDone() < o.steps) {
+        if (firstRank == o.killRank && trainer->stepsDone() + 1 == o.killStep) {
+          std::fprintf(stderr, "braid-train: rank %d: SIGKILL at step %lld, wall ms %.0f (--kill-rank)\n",
+                       firstRank, (long long)o.killStep, bt::wallMs());
+          std::fflush(stderr);
+          ::raise(SIGKILL);
+        }
+        ckpt.poll();
+        Row r;
+        r.s = trainer->step();
+        const bool evalNow = r.s.step == o.steps || (o.evalEvery > 0 && r.s.step % o.evalEvery == 0);
+        if (evalNow) lastVal = r.val = trainer->evaluate();
+        if (every > 0 && r.s.step % every == 0 && r.s.step < o.steps) {
+          const double tc = bt::now();
+          auto snap = std::make_shared<bt::CheckpointSnapshot<float>>(trainer->snapshot());
+          copySeconds += bt::now() - tc;
+          ckpt.save(r.s.step, [snap](const std::string& dir) {
+            bt::writeCheckpointShard(dir, *snap);
+            bt::writeCheckpointManifest(dir, *snap);
+          });
+        }
+        if (r.s.step > 1 || o.steps == 1) {  // the first step warms up connections
+          tokensTotal += double(c.batch * trainer->seqLen());
+          secondsTotal += r.s.seconds;
+          hiddenSum += r.s.commHidden;
+          bubbleSum += r.s.bubble;
+          ++measured;
+        }
+        rep.step(r, o.steps, c.mesh.dp > 1, world->rank() == 0);
+      }
+      if (!std::isfinite(lastVal)) lastVal = trainer->evaluate();
+      ckpt.finish();
+      if (!o.save.empty()) trainer->save(o.save);
+      break;
+    } catch (const bt::DistError& e) {
+      if (!o.elastic) throw;
+      // Another failure during the recovery (e.g. a second rank dies while the Trainer
+      // is rebuilt) starts a new one; a few in a row mean something else is wrong.
+      std::string error = e.what();
+      for (int attempt = 1;; ++attempt) {
+        try {
+          events.push_back(bt::elasticRecover(error, bt::wallMs(), er, stdout));
+          break;
+        } catch (const bt::DistError& again) {
+          if (attempt >= 4) throw;
+          error = again.what();
+        }
+      }
+      rep.truncate(trainer->stepsDone());
+      lastVal = NAN;
     }
-    if (root) rep.step(r, o.steps, o.dp > 1);
   }
-  if (!std::isfinite(lastVal)) lastVal = trainer.evaluate();
-  if (!o.save.empty()) trainer.save(o.save);
+  const bool root = world->rank() == 0;
+  const std::string perRankCsv = o.logCsv.find("%r") != std::string::npos ? o.logCsv : "";
+  if (!perRankCsv.empty()) {
+    std::string path = perRankCsv;
+    path.replace(path.find("%r"), 2, std::to_string(firstRank));
+    rep.writeCsv(path);
+  }
 
   if (root) {
     const double tps = secondsTotal > 0 ? tokensTotal / secondsTotal : 0;
@@ -418,35 +528,58 @@ int run(int argc, char** argv) {
     std::printf("unigram baseline: %.4f nats; final validation loss: %.4f nats (%s)\n", unigram,
                 lastVal, lastVal < unigram ? "below the baseline" : "NOT below the baseline");
     std::printf("throughput: %s tokens/s", Reporter::human(tps).c_str());
-    if (o.dp > 1) std::printf("; DP communication hidden behind backward: %.0f%%", 100 * hidden);
+    if (c.mesh.dp > 1) std::printf("; DP communication hidden behind backward: %.0f%%", 100 * hidden);
     if (o.pp > 1)
       std::printf("; pipeline bubble measured %.1f%% (theory %.1f%%)", 100 * bubble,
                   100 * bt::theoreticalBubble(o.pp, o.micros));
     std::printf("\n");
-    const bt::StateBytes end = trainer.stateBytes();
+    const bt::StateBytes end = trainer->stateBytes();
     std::printf("rank 0 model state after training: %.1f KiB + peak transient buffers %.1f KiB "
                 "(%s: buckets / gathered layers)\n",
                 (end.params + end.grads + end.optimizer) / 1024.0, end.buffers / 1024.0,
                 bt::dpModeName(c.dpMode));
+    if (every > 0)
+      std::printf("checkpoints: %d complete (newest: step %lld) in %s; %s writes took %.1f ms; the "
+                  "training thread spent %.1f ms copying state at step boundaries, %.1f ms blocked "
+                  "on checkpoint I/O and %.1f ms in completion all-reduces\n",
+                  ckpt.committed(), (long long)ckpt.lastCommitted(), o.checkpointDir.c_str(),
+                  o.syncCheckpoint ? "synchronous" : "background", 1000 * ckpt.writeSeconds(),
+                  1000 * copySeconds, 1000 * ckpt.ioWaitSeconds(), 1000 * ckpt.agreeSeconds());
+    for (const bt::ElasticEvent& ev : events)
+      std::printf("elastic: shrank from %d to %d ranks at step %lld (failed: %s); resumed from step %lld; "
+                  "detection %.0f ms after the last heartbeat, agreement %.0f ms, shrink %.0f ms, "
+                  "rebuild + reload %.0f ms, recovery %.0f ms in all\n",
+                  ev.fromSize, ev.toSize, (long long)ev.failedAtStep, ev.why.c_str(),
+                  (long long)ev.resumedFrom, ev.detectMs, ev.agreeMs, ev.shrinkMs, ev.reloadMs,
+                  ev.totalMs);
+    if (o.elastic && events.empty()) std::printf("elastic: no rank failed\n");
     if (!o.save.empty()) std::printf("checkpoint saved to %s\n", o.save.c_str());
-    if (!o.logCsv.empty()) rep.writeCsv(o.logCsv);
+    if (!o.logCsv.empty() && perRankCsv.empty()) rep.writeCsv(o.logCsv);
     if (!o.logJson.empty()) {
       std::ostringstream h;
-      h << "  \"config\": {\"model\": \"" << jsonEscape(c.model.describe()) << "\", \"dp\": " << o.dp
+      h << "  \"config\": {\"model\": \"" << jsonEscape(c.model.describe()) << "\", \"dp\": " << c.mesh.dp
         << ", \"tp\": " << o.tp << ", \"pp\": " << o.pp << ", \"dp_mode\": \"" << bt::dpModeName(c.dpMode)
         << "\", \"schedule\": \"" << bt::scheduleName(c.schedule) << "\", \"microbatches\": " << o.micros
         << ", \"batch\": " << o.batch << ", \"context\": " << o.context << ", \"lr\": " << jnum(o.lr)
         << ", \"seed\": " << o.seed << ", \"ranks\": " << world->size() << ", \"launcher\": \""
         << launch.launcher << "\"},\n"
         << "  \"data\": \"" << jsonEscape(corpusNote) << "\",\n"
-        << "  \"parameters\": " << trainer.modelParams() << ",\n"
+        << "  \"parameters\": " << trainer->modelParams() << ",\n"
         << "  \"unigram_baseline\": " << jnum(unigram) << ",\n"
         << "  \"entropy_floor\": " << jnum(floor) << ",\n"
         << "  \"final_val_loss\": " << jnum(lastVal) << ",\n"
         << "  \"tokens_per_s\": " << jnum(tps) << ",\n"
-        << "  \"comm_hidden\": " << jnum(o.dp > 1 ? hidden : NAN) << ",\n"
+        << "  \"comm_hidden\": " << jnum(c.mesh.dp > 1 ? hidden : NAN) << ",\n"
         << "  \"bubble\": " << jnum(o.pp > 1 ? bubble : NAN) << ",\n"
-        << "  \"bubble_theory\": " << jnum(bt::theoreticalBubble(o.pp, o.micros)) << ",\n";
+        << "  \"bubble_theory\": " << jnum(bt::theoreticalBubble(o.pp, o.micros)) << ",\n"
+        << "  \"elastic\": [";
+      for (size_t i = 0; i < events.size(); ++i) {
+        const bt::ElasticEvent& ev = events[i];
+        h << (i ? ", " : "") << "{\"at_step\": " << ev.failedAtStep << ", \"from\": " << ev.fromSize
+          << ", \"to\": " << ev.toSize << ", \"resumed_from\": " << ev.resumedFrom
+          << ", \"detect_ms\": " << jnum(ev.detectMs) << ", \"recovery_ms\": " << jnum(ev.totalMs) << "}";
+      }
+      h << "],\n";
       rep.writeJson(o.logJson, h.str());
     }
     if (!o.plot.empty()) std::printf("%s\n", plotPng(rep.rows(), o.plot, unigram).c_str());

@@ -1,5 +1,7 @@
 #include "training/checkpoint/checkpoint.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -158,62 +160,99 @@ bool checkpointExists(const std::string& dir, const std::string& part) {
 }
 
 template <class T>
-void saveCheckpoint(const std::string& dir, ProcessGroup& dp, ParamStore<T>& store,
-                    DataParallel<T>& strategy, const TrainState& state, const std::string& part) {
+CheckpointSnapshot<T> snapshotCheckpoint(const ProcessGroup& dp, const ParamStore<T>& store,
+                                         DataParallel<T>& strategy, const TrainState& state,
+                                         const std::string& part) {
+  CheckpointSnapshot<T> snap;
+  snap.part = part;
+  snap.dpRank = dp.rank();
+  snap.dpSize = dp.size();
+  snap.state = state;
+  snap.optStep = strategy.optimizer().step();
+  for (const StateSlice<T>& s : strategy.stateSlices(true)) {
+    typename CheckpointSnapshot<T>::Range r;
+    r.flatBegin = s.flatBegin;
+    r.w.assign(s.w, s.w + s.n);
+    r.m.assign(s.m, s.m + s.n);
+    r.v.assign(s.v, s.v + s.n);
+    snap.ranges.push_back(std::move(r));
+  }
+  if (dp.rank() == 0) {
+    std::ostringstream out;
+    out << "braid-checkpoint 1\n";
+    out << "dp_size " << dp.size() << "\n";
+    out << "step " << state.step << "\n";
+    out << "elem_bytes " << sizeof(T) << "\n";
+    out << "flat_size " << store.flatSize() << "\n";
+    out << "# param name flat_offset numel full_shape local_shape\n";
+    for (size_t i = 0; i < store.size(); ++i) {
+      const Param<T>& p = store[i];
+      out << "param " << p.name << " " << p.offset << " " << p.numel() << " " << shapeText(p.fullShape)
+          << " " << shapeText(p.shape) << "\n";
+    }
+    for (int r = 0; r < dp.size(); ++r) out << "shard " << r << " " << shardName(part, r, dp.size()) << "\n";
+    snap.manifest = out.str();
+  }
+  return snap;
+}
+
+template <class T>
+void writeCheckpointShard(const std::string& dir, const CheckpointSnapshot<T>& snap) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error("checkpoint: cannot create " + dir + ": " + ec.message());
-  const std::vector<StateSlice<T>> slices = strategy.stateSlices(true);
-  const std::string path = dir + "/" + shardName(part, dp.rank(), dp.size());
+  const std::string path = dir + "/" + shardName(snap.part, snap.dpRank, snap.dpSize);
+  const std::string tmp = path + ".tmp";
+  File f = openOrThrow(tmp, "wb");
+  writeRaw(f.get(), kMagic, sizeof(kMagic), tmp);
+  put<uint32_t>(f.get(), uint32_t(sizeof(T)), tmp);
+  put<int64_t>(f.get(), snap.state.step, tmp);
+  put<uint64_t>(f.get(), snap.state.rngState, tmp);
+  put<int64_t>(f.get(), snap.state.dataPosition, tmp);
+  put<int64_t>(f.get(), snap.optStep, tmp);
+  put<int64_t>(f.get(), int64_t(snap.state.losses.size()), tmp);
+  writeRaw(f.get(), snap.state.losses.data(), snap.state.losses.size() * sizeof(double), tmp);
+  put<int64_t>(f.get(), int64_t(snap.ranges.size()), tmp);
+  for (const auto& r : snap.ranges) {
+    put<int64_t>(f.get(), r.flatBegin, tmp);
+    put<int64_t>(f.get(), int64_t(r.w.size()), tmp);
+  }
+  for (const auto& r : snap.ranges) {
+    writeRaw(f.get(), r.w.data(), r.w.size() * sizeof(T), tmp);
+    writeRaw(f.get(), r.m.data(), r.m.size() * sizeof(T), tmp);
+    writeRaw(f.get(), r.v.data(), r.v.size() * sizeof(T), tmp);
+  }
+  // fsync: a checkpoint that is committed (renamed into place) must survive a crash of
+  // the machine too, not only of the process.
+  if (std::fflush(f.get()) != 0 || ::fsync(::fileno(f.get())) != 0)
+    throw std::runtime_error("checkpoint: write failed on " + tmp + ": " + std::strerror(errno));
+  f.reset();
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw std::runtime_error("checkpoint: cannot rename " + tmp + ": " + ec.message());
+}
+
+template <class T>
+void writeCheckpointManifest(const std::string& dir, const CheckpointSnapshot<T>& snap) {
+  if (snap.manifest.empty()) return;
+  const std::string mpath = manifestPath(dir, snap.part);
+  const std::string tmp = mpath + ".tmp";
   {
-    const std::string tmp = path + ".tmp";
-    File f = openOrThrow(tmp, "wb");
-    writeRaw(f.get(), kMagic, sizeof(kMagic), tmp);
-    put<uint32_t>(f.get(), uint32_t(sizeof(T)), tmp);
-    put<int64_t>(f.get(), state.step, tmp);
-    put<uint64_t>(f.get(), state.rngState, tmp);
-    put<int64_t>(f.get(), state.dataPosition, tmp);
-    put<int64_t>(f.get(), strategy.optimizer().step(), tmp);
-    put<int64_t>(f.get(), int64_t(state.losses.size()), tmp);
-    writeRaw(f.get(), state.losses.data(), state.losses.size() * sizeof(double), tmp);
-    put<int64_t>(f.get(), int64_t(slices.size()), tmp);
-    for (const auto& s : slices) {
-      put<int64_t>(f.get(), s.flatBegin, tmp);
-      put<int64_t>(f.get(), s.n, tmp);
-    }
-    for (const auto& s : slices) {
-      writeRaw(f.get(), s.w, size_t(s.n) * sizeof(T), tmp);
-      writeRaw(f.get(), s.m, size_t(s.n) * sizeof(T), tmp);
-      writeRaw(f.get(), s.v, size_t(s.n) * sizeof(T), tmp);
-    }
-    if (std::fflush(f.get()) != 0) throw std::runtime_error("checkpoint: write failed on " + tmp);
-    f.reset();
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) throw std::runtime_error("checkpoint: cannot rename " + tmp + ": " + ec.message());
+    std::ofstream out(tmp);
+    out << snap.manifest;
+    if (!out.flush()) throw std::runtime_error("checkpoint: write failed on " + tmp);
   }
+  std::error_code ec;
+  std::filesystem::rename(tmp, mpath, ec);
+  if (ec) throw std::runtime_error("checkpoint: cannot rename " + tmp + ": " + ec.message());
+}
+
+template <class T>
+void saveCheckpoint(const std::string& dir, ProcessGroup& dp, ParamStore<T>& store,
+                    DataParallel<T>& strategy, const TrainState& state, const std::string& part) {
+  const CheckpointSnapshot<T> snap = snapshotCheckpoint(dp, store, strategy, state, part);
+  writeCheckpointShard(dir, snap);
   dp.allReduceScalar(0.0);  // every shard is on disk
-  if (dp.rank() == 0) {
-    const std::string mpath = manifestPath(dir, part);
-    const std::string tmp = mpath + ".tmp";
-    {
-      std::ofstream out(tmp);
-      out << "braid-checkpoint 1\n";
-      out << "dp_size " << dp.size() << "\n";
-      out << "step " << state.step << "\n";
-      out << "elem_bytes " << sizeof(T) << "\n";
-      out << "flat_size " << store.flatSize() << "\n";
-      out << "# param name flat_offset numel full_shape local_shape\n";
-      for (size_t i = 0; i < store.size(); ++i) {
-        const Param<T>& p = store[i];
-        out << "param " << p.name << " " << p.offset << " " << p.numel() << " " << shapeText(p.fullShape)
-            << " " << shapeText(p.shape) << "\n";
-      }
-      for (int r = 0; r < dp.size(); ++r) out << "shard " << r << " " << shardName(part, r, dp.size()) << "\n";
-      if (!out) throw std::runtime_error("checkpoint: write failed on " + tmp);
-    }
-    std::filesystem::rename(tmp, mpath, ec);
-    if (ec) throw std::runtime_error("checkpoint: cannot rename " + tmp + ": " + ec.message());
-  }
+  writeCheckpointManifest(dir, snap);
   dp.allReduceScalar(0.0);  // the manifest exists: the checkpoint is complete
 }
 
@@ -275,6 +314,16 @@ template void saveCheckpoint<float>(const std::string&, ProcessGroup&, ParamStor
                                     DataParallel<float>&, const TrainState&, const std::string&);
 template void saveCheckpoint<double>(const std::string&, ProcessGroup&, ParamStore<double>&,
                                      DataParallel<double>&, const TrainState&, const std::string&);
+template CheckpointSnapshot<float> snapshotCheckpoint<float>(const ProcessGroup&, const ParamStore<float>&,
+                                                            DataParallel<float>&, const TrainState&,
+                                                            const std::string&);
+template CheckpointSnapshot<double> snapshotCheckpoint<double>(const ProcessGroup&, const ParamStore<double>&,
+                                                              DataParallel<double>&, const TrainState&,
+                                                              const std::string&);
+template void writeCheckpointShard<float>(const std::string&, const CheckpointSnapshot<float>&);
+template void writeCheckpointShard<double>(const std::string&, const CheckpointSnapshot<double>&);
+template void writeCheckpointManifest<float>(const std::string&, const CheckpointSnapshot<float>&);
+template void writeCheckpointManifest<double>(const std::string&, const CheckpointSnapshot<double>&);
 template TrainState loadCheckpoint<float>(const std::string&, ProcessGroup&, ParamStore<float>&,
                                           DataParallel<float>&, const std::string&);
 template TrainState loadCheckpoint<double>(const std::string&, ProcessGroup&, ParamStore<double>&,

@@ -32,6 +32,36 @@ struct TrainState {
   std::vector<double> losses;  ///< optional loss history (for plots after a resume)
 };
 
+/// One rank's part of a checkpoint, copied out of the live training state (it owns its
+/// data, so training may go on while another thread writes it: asynchronous
+/// checkpoints, training/checkpoint/async_checkpoint.h).
+template <class T>
+struct CheckpointSnapshot {
+  std::string part;
+  int dpRank = 0, dpSize = 1;
+  TrainState state;
+  int64_t optStep = 0;  ///< the optimizer's step count
+  struct Range {
+    int64_t flatBegin = 0;
+    std::vector<T> w, m, v;  ///< values and AdamW moments of [flatBegin, flatBegin + w.size())
+  };
+  std::vector<Range> ranges;  ///< DataParallel::stateSlices(true)
+  std::string manifest;       ///< the manifest's text on DP rank 0; empty on the others
+};
+
+/// Copies this rank's checkpoint state (local: no communication).
+template <class T>
+CheckpointSnapshot<T> snapshotCheckpoint(const ProcessGroup& dp, const ParamStore<T>& store,
+                                         DataParallel<T>& strategy, const TrainState& state,
+                                         const std::string& part = "");
+/// Writes the snapshot's shard file into `dir` (created if missing; written to a .tmp
+/// file, then renamed). File I/O only; throws std::runtime_error naming the file.
+template <class T>
+void writeCheckpointShard(const std::string& dir, const CheckpointSnapshot<T>& snap);
+/// Writes the manifest (DP rank 0's snapshot; a no-op for the others). File I/O only.
+template <class T>
+void writeCheckpointManifest(const std::string& dir, const CheckpointSnapshot<T>& snap);
+
 /// Writes this rank's shard (and, on DP rank 0, the manifest) into `dir` (created if
 /// missing). Collective over `dp` (a barrier at the end, so the checkpoint is complete
 /// when any rank returns). Throws std::runtime_error naming the file on I/O failure.

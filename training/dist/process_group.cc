@@ -364,6 +364,24 @@ std::unique_ptr<ProcessGroup> ProcessGroup::split(int color, int key) {
   return std::make_unique<ProcessGroup>(child, true);
 }
 
+void ProcessGroup::abandon() {
+  if (comm_ && !failed_) ncclCommRevoke(comm_, NCCL_REVOKE_DEFAULT);
+  failed_ = true;
+}
+
+std::unique_ptr<ProcessGroup> ProcessGroup::shrink(const std::vector<int>& exclude) {
+  std::vector<int> list(exclude);
+  ncclComm_t child = nullptr;
+  const ncclResult_t r = ncclCommShrink(comm_, list.empty() ? nullptr : list.data(), int(list.size()),
+                                        &child, nullptr, NCCL_SHRINK_ABORT);
+  failed_ = true;  // the parent's pending work was aborted: destroy means abort now
+  std::string which;
+  for (int x : exclude) which += (which.empty() ? "" : ",") + std::to_string(x);
+  if (r != ncclSuccess) fail("ncclCommShrink", r, "excluding ranks {" + which + "}");
+  if (!child) fail("ncclCommShrink", ncclInternalError, "no communicator returned");
+  return std::make_unique<ProcessGroup>(child, true);
+}
+
 #define BRAID_PG_INSTANTIATE(T)                                                          \
   template Work ProcessGroup::allReduceAsync<T>(const T*, T*, size_t, ReduceOp);         \
   template Work ProcessGroup::allGatherAsync<T>(const T*, T*, size_t);                   \

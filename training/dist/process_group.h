@@ -165,6 +165,18 @@ class ProcessGroup {
   /// group, ordered by key. Returns nullptr for color < 0 (NCCL_SPLIT_NOCOLOR).
   std::unique_ptr<ProcessGroup> split(int color, int key);
 
+  // ---- fault tolerance (elastic training, training/dist/elastic.h) ----
+  /// Gives the group up after a peer failed: revokes the communicator (ncclCommRevoke,
+  /// so work still queued fails at once) and marks the group failed, so the destructor
+  /// aborts it (no waiting on dead peers). Local; idempotent.
+  void abandon();
+  /// ncclCommShrink(NCCL_SHRINK_ABORT): a new group of this group's ranks except
+  /// `exclude` (ranks of this group; every survivor must pass the same list), ranked in
+  /// the old order. Aborts this group's pending work; this group is abandoned (keep it
+  /// alive until the call returns, then destroy it). Collective over the survivors.
+  /// Throws DistError on failure (e.g. another rank died meanwhile).
+  std::unique_ptr<ProcessGroup> shrink(const std::vector<int>& exclude);
+
  private:
   std::shared_ptr<detail::WorkState> begin(const char* op);
   Work finish(std::shared_ptr<detail::WorkState> s, ncclResult_t r);

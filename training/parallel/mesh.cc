@@ -40,6 +40,11 @@ Mesh::Mesh(ProcessGroup& world, const MeshShape& shape) : world_(world), shape_(
   mp_ = world.split(c.dp, c.pp * shape.tp + c.tp);
 }
 
+void Mesh::abandon() {
+  for (auto* g : {tp_.get(), dp_.get(), pp_.get(), mp_.get()})
+    if (g) g->abandon();
+}
+
 void stageLayers(int numLayers, int stages, int stage, int* first, int* last) {
   const int base = numLayers / stages, extra = numLayers % stages;
   *first = stage * base + (stage < extra ? stage : extra);

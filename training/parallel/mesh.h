@@ -67,6 +67,10 @@ class Mesh {
   /// pp * TP + tp. The gradient norm of one replica is summed over it.
   ProcessGroup& mp() { return *mp_; }
 
+  /// Abandons the TP, DP, PP and MP groups after a peer failure (ProcessGroup::abandon:
+  /// revoked, aborted on destruction). Not the world group, which the Mesh does not own.
+  void abandon();
+
   bool firstStage() const { return coord_.pp == 0; }
   bool lastStage() const { return coord_.pp == shape_.pp - 1; }
 

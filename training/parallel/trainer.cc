@@ -208,6 +208,20 @@ void Trainer<T>::save(const std::string& dir) {
 }
 
 template <class T>
+CheckpointSnapshot<T> Trainer<T>::snapshot() {
+  TrainState st;
+  st.step = step_;
+  st.dataPosition = step_;
+  st.losses = lossHistory_;
+  return snapshotCheckpoint<T>(mesh_->dp(), store_, *dp_, st, partName(mesh_->coord()));
+}
+
+template <class T>
+void Trainer<T>::abandon() {
+  if (mesh_) mesh_->abandon();
+}
+
+template <class T>
 void Trainer<T>::load(const std::string& dir) {
   if (!checkpointExists(dir, partName(mesh_->coord())))
     throw std::runtime_error("Trainer::load: no checkpoint for part " +

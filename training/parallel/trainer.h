@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "training/checkpoint/checkpoint.h"
 #include "training/data/text_dataset.h"
 #include "training/dist/process_group.h"
 #include "training/model/gpt.h"
@@ -100,6 +101,13 @@ class Trainer {
   /// Loads a checkpoint written by save() (any DP size, same TP x PP and model);
   /// the next step() continues from its step count. Collective.
   void load(const std::string& dir);
+  /// This rank's checkpoint state at the current step boundary, copied (local, no
+  /// communication): write it later, from any thread, with writeCheckpointShard +
+  /// writeCheckpointManifest into a directory that save()/load() understand.
+  CheckpointSnapshot<T> snapshot();
+  /// After a peer failure: abandons every group of the mesh (training/dist/elastic.h),
+  /// so destroying the Trainer aborts them instead of waiting for dead peers.
+  void abandon();
 
   /// Every parameter of this rank's stage as its FULL tensor (TP parts and ZeRO-3
   /// shards gathered), by name. Collective over the TP and DP groups (for tests).
