@@ -407,9 +407,15 @@ ncclResult_t SocketBootstrap::recv(int peer, uint32_t tag, void* data, size_t by
     if (probe_ && now - lastProbe >= kProbeMs) {
       lastProbe = now;
       std::string why;
-      if (probe_(peer, &why))
+      if (probe_(peer, &why)) {
+        // It may have sent the message just before it went: take what has arrived.
+        for (int round = 0; round < 8; ++round) {
+          BRAID_CHECK(pump(round == 0 ? 0 : 5, -1, 0, nullptr));
+          if (takeStash(peer, tag, data, bytes, &res)) return res;
+        }
         return setError(ncclRemoteError, nullptr, "bootstrap: rank %d: waiting for %s from rank "
                         "%d: %s", rank_, tagName(tag).c_str(), peer, why.c_str());
+      }
     }
     int wait = end < 0 ? kSliceMs : int(std::min<int64_t>(kSliceMs, end - now));
     BRAID_CHECK(pump(wait, -1, 0, nullptr));

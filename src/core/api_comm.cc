@@ -69,7 +69,8 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   joinInit(c);
   // Work cut short is what a later diagnosis needs: write it out (a failure was
   // written when it happened).
-  if (c->recorder && c->recorder->outstanding()) c->recorder->dump("abort");
+  if (c->recorder && c->asyncError.load() == ncclSuccess && c->recorder->outstanding())
+    c->recorder->dump("abort");
   // Batches still queued on host streams are not waited for (they may sit behind
   // another communicator's work): when they run they see the flag and fail at once,
   // and the retired shell they touch stays allocated (Comm::retire's quarantine).

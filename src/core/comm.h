@@ -84,6 +84,7 @@ struct Comm : public ConnTable {
   std::atomic<bool> revoked{false};
   bool finalized = false;
   uint64_t opCount = 0;
+  int64_t collSeqNext = 0;  ///< the next collective's number (issueBatch; issue order)
   std::thread initThread;  ///< nonblocking init
   std::mutex execMutex;    ///< held while a thread executes this comm's work
   std::atomic<int> queuedBatches{0};  ///< batches waiting on host streams

@@ -1,5 +1,6 @@
 #include "src/diag/flight_recorder.h"
 
+#include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -23,17 +25,28 @@ namespace braid {
 namespace {
 
 // ---- the process's live recorders, for SIGUSR1 -------------------------------------
-std::mutex& registryMutex() {
-  static std::mutex* m = new std::mutex;  // never destroyed: used from the dumper thread
-  return *m;
-}
-std::vector<const FlightRecorder*>& registry() {
-  static auto* v = new std::vector<const FlightRecorder*>;
-  return *v;
-}
+// Never destroyed (used from the dumper thread at exit); a fork's child starts afresh
+// (forgetAfterFork): the parent's recorders and a lock some parent thread held are not its.
+std::mutex* gRegistryMutex = new std::mutex;
+std::vector<const FlightRecorder*>* gRegistry = new std::vector<const FlightRecorder*>;
+std::mutex& registryMutex() { return *gRegistryMutex; }
+std::vector<const FlightRecorder*>& registry() { return *gRegistry; }
 
 sem_t gDumpSem;
 pid_t gDumperPid = 0;  ///< the process whose dumper thread runs (a fork's child has none)
+
+void forgetAfterFork() {
+  gRegistryMutex = new std::mutex;  // the parent's may be held by a thread that is gone
+  gRegistry = new std::vector<const FlightRecorder*>;
+  gDumperPid = 0;
+}
+const int gAtFork = pthread_atfork(nullptr, nullptr, forgetAfterFork);
+
+/// A temporary file name no other dump (thread, process) uses at the same time.
+std::string tmpName(const std::string& path) {
+  static std::atomic<uint64_t> counter{0};
+  return path + ".tmp" + std::to_string(getpid()) + "-" + std::to_string(counter.fetch_add(1));
+}
 
 void onDumpSignal(int) {
   const int saved = errno;
@@ -53,7 +66,8 @@ void armSignalLocked() {
     gDumperPid = getpid();
     return;
   }
-  if (gDumperPid == 0 || !ours) sem_init(&gDumpSem, 0, 0);
+  (void)gAtFork;
+  sem_init(&gDumpSem, 0, 0);  // first use in this process (or a fork's child: afresh)
   gDumperPid = getpid();
   std::thread([] {
     for (;;) {
@@ -78,8 +92,6 @@ void copyText(char* dst, size_t n, const char* src) {
   memcpy(dst, src, len);
   dst[len] = '\0';
 }
-
-bool isCollective(const OpRecord& op) { return op.coll != Coll::kSendRecv; }
 
 std::string opName(int32_t op) {
   if (op >= int32_t(ncclNumOps)) return "premulsum";
@@ -151,7 +163,8 @@ void FlightRecorder::queued(OpRecord* op) {
   const uint64_t seq = next_++;
   FrEntry& e = ring_[seq % ring_.size()];
   e.seq = seq;
-  e.collSeq = isCollective(*op) ? nextColl_++ : -1;
+  e.collSeq = op->collSeq;  // numbered by the issuer (Comm::collSeqNext)
+  if (e.collSeq >= 0) nextColl_ = e.collSeq + 1;
   e.call = op->call;
   e.coll = uint8_t(op->coll);
   e.mem = uint8_t(op->mem);
@@ -167,7 +180,6 @@ void FlightRecorder::queued(OpRecord* op) {
   e.algo[0] = '\0';
   e.detail[0] = '\0';
   op->frSeq = seq;
-  op->collSeq = e.collSeq;
 }
 
 FrEntry* FlightRecorder::find(uint64_t seq) {
@@ -322,7 +334,8 @@ std::string FlightRecorder::dump(const char* reason, const std::string& pathIn) 
   // never sees half a file.
   const size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) mkdir(path.substr(0, slash).c_str(), 0777);
-  const std::string tmp = path + ".tmp" + std::to_string(getpid());
+  std::lock_guard<std::mutex> dumping(dumpMu_);  // one dump of this record at a time
+  const std::string tmp = tmpName(path);
   FILE* f = fopen(tmp.c_str(), "w");
   bool ok = f != nullptr;
   if (f) {

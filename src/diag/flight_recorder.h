@@ -72,7 +72,7 @@ class FlightRecorder {
 
   void setIdentity(const FrIdentity& id);
 
-  /// Records an issued op: sets op->frSeq and, for a collective, op->collSeq.
+  /// Records an issued op (op->collSeq already set by the issuer): sets op->frSeq.
   void queued(OpRecord* op);
   void started(uint64_t seq, const char* algorithm, bool launched = false);
   void finished(uint64_t seq, bool ok, const char* detail = nullptr);
@@ -99,6 +99,7 @@ class FlightRecorder {
   std::string summaryLocked(int64_t nowUs) const;
 
   mutable std::mutex mu_;
+  mutable std::mutex dumpMu_;  ///< one dump at a time (abort, a failing executor, SIGUSR1)
   std::vector<FrEntry> ring_;
   uint64_t next_ = 0;         ///< seq of the next op issued
   int64_t nextColl_ = 0;      ///< collSeq of the next collective

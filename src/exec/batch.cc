@@ -221,7 +221,8 @@ void checkStalled(Scratch& sc, CommWork& w, bool timedOut, int64_t stalledMs) {
       failWork(w, t, ncclRemoteError, why, "peer");
       return;
     }
-    if (w.comm->recorder) w.comm->recorder->waiting(t->op.frSeq, peer, t->run.describeWait());
+    if (w.comm->recorder && (peer >= 0 || peer == kSwitchPeer))
+      w.comm->recorder->waiting(t->op.frSeq, peer, t->run.describeWait());
     if (timedOut) {
       failWork(w, t, ncclSystemError,
                "no progress for " + std::to_string(stalledMs) + " ms (BRAID_TIMEOUT_MS): " +
@@ -381,13 +382,16 @@ ncclResult_t checkCollectives(const std::vector<OpRecord>& ops, Scratch& sc,
   }
   ncclResult_t r = buildWorks(exchange, sc);
   if (r == ncclSuccess) r = sc.connector.connect();
+  if (r == ncclSuccess) r = runAll(sc);
+  sc.reset();
   if (r != ncclSuccess) {
+    // None of the batch's ops will run: every comm's peers must hear of it.
+    for (const OpRecord& op : ops)
+      if (op.comm->recorder) op.comm->recorder->finished(op.frSeq, false, lastError(op.comm));
     for (const Check& k : checks) k.comm->fatal(r);
+    for (const OpRecord& op : ops) op.comm->fatal(r);
     return r;
   }
-  r = runAll(sc);
-  sc.reset();
-  if (r != ncclSuccess) return r;
   for (const Check& k : checks) {
     const std::string why = compareFingerprints(k.all);
     if (why.empty()) continue;
@@ -489,6 +493,9 @@ PlanArgs planArgsFor(const Comm* comm, const OpRecord& op) {
 void issueBatch(Batch* batch) {
   std::lock_guard<std::mutex> lock(issueOrderMutex());
   for (OpRecord& op : batch->ops) {
+    // Collectives are numbered in issue order (the same on every rank that makes the
+    // same calls): BRAID_CHECK compares the numbers, the flight recorder shows them.
+    if (op.coll != Coll::kSendRecv && op.rma == 0) op.collSeq = op.comm->collSeqNext++;
     if (op.comm->recorder) op.comm->recorder->queued(&op);
     bool seen = false;
     for (const auto& t : batch->tickets) seen |= t.first == op.comm;

@@ -84,6 +84,20 @@ void printMarkdown() {
   }
 }
 
+/// Whether process `pid` catches SIGUSR1 (SigCgt in /proc/PID/status): without a
+/// handler the signal would kill it.
+bool catchesUsr1(long pid) {
+  FILE* f = fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
+  if (!f) return false;
+  char line[256];
+  bool caught = false;
+  while (fgets(line, sizeof(line), f))
+    if (strncmp(line, "SigCgt:", 7) == 0)
+      caught = (strtoull(line + 7, nullptr, 16) >> (SIGUSR1 - 1)) & 1;
+  fclose(f);
+  return caught;
+}
+
 /// --dump PID...: SIGUSR1 to each process; their comms write flight records into their
 /// BRAID_FLIGHT_RECORDER_DIR.
 int dumpFlightRecords(int n, char** pids) {
@@ -97,6 +111,10 @@ int dumpFlightRecords(int n, char** pids) {
     const long pid = strtol(pids[i], &end, 10);
     if (!end || *end || pid <= 0) {
       fprintf(stderr, "braid-info --dump: '%s' is not a process id\n", pids[i]);
+      ++failed;
+    } else if (!catchesUsr1(pid)) {
+      fprintf(stderr, "braid-info --dump: process %ld does not handle SIGUSR1 (not a Braid "
+              "process with a communicator, or BRAID_FLIGHT_RECORDER_SIGNAL=0): not sent\n", pid);
       ++failed;
     } else if (kill(pid_t(pid), SIGUSR1) != 0) {
       fprintf(stderr, "braid-info --dump: process %ld: %s\n", pid, strerror(errno));

@@ -88,7 +88,12 @@ TEST(FlightRecorder, StatesTimesAndJsonReadBack) {
   send.root = 0;
   send.count = 5;
   send.call = "ncclSend";
-  for (OpRecord& op : ops) fr.queued(&op);
+  int64_t coll = 0;
+  for (OpRecord& op : ops) {
+    op.collSeq = coll++;  // as issueBatch numbers them
+    fr.queued(&op);
+  }
+  send.collSeq = -1;
   fr.queued(&send);
   EXPECT_EQ(ops[5].frSeq, 5u);
   EXPECT_EQ(ops[5].collSeq, 5);

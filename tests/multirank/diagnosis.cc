@@ -75,22 +75,25 @@ void removeDir(const std::string& dir) {
 
 // Rank 3 skips the second all-reduce: the others stall in it, time out, and write their
 // records; braid-doctor names rank 3 as the one that never called collective #1.
-TEST(FlightRecorder, DoctorNamesTheRankThatNeverCalled) {
+TEST(FlightRecorderProcs, DoctorNamesTheRankThatNeverCalled) {
   const std::string dir = freshDir("skip");
   ASSERT_FALSE(dir.empty());
   ScopedEnv env({{"BRAID_TIMEOUT_MS", "1500"},
                  {"BRAID_PEER_CHECK_MS", "100"},
                  {"BRAID_FLIGHT_RECORDER_DIR", dir.c_str()}});
   RunOptions opts;
-  opts.watchdogSeconds = 60;
+  opts.watchdogSeconds = 90;
   run(Launch::kProcesses, 4,
-      [](ncclComm_t& comm, int rank, int) {
+      [&dir](ncclComm_t& comm, int rank, int) {
         std::vector<float> buf(1024, 1.0f);
         MR_NCCL_OK(ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat, ncclSum, comm,
                                  nullptr));
         if (rank == 3) {
-          // Stay alive (not a dead peer) until the others have given up, then dump.
-          std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+          // Stay alive (not a dead peer) until the others have given up and written
+          // their records, then dump.
+          const auto t0 = std::chrono::steady_clock::now();
+          while (recordFiles(dir).size() < 3 && secondsSince(t0) < 45)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
           MR_NCCL_OK(braidCommDumpFlightRecord(comm, nullptr));
           EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
           comm = nullptr;
@@ -123,7 +126,7 @@ TEST(FlightRecorder, DoctorNamesTheRankThatNeverCalled) {
 
 // A rank killed in a collective: the survivors fail (dead peer), write their records,
 // and braid-doctor says which rank left none.
-TEST(FlightRecorder, DoctorNamesTheDeadRank) {
+TEST(FlightRecorderProcs, DoctorNamesTheDeadRank) {
   const std::string dir = freshDir("dead");
   ASSERT_FALSE(dir.empty());
   ScopedEnv env({{"BRAID_TIMEOUT_MS", "20000"},
@@ -153,7 +156,7 @@ TEST(FlightRecorder, DoctorNamesTheDeadRank) {
 
 // SIGUSR1 makes a live process write every communicator's record, and the explicit
 // call writes where it is told; with the recorder off the call says so.
-TEST(FlightRecorder, SignalAndApiDumps) {
+TEST(FlightRecorderProcs, SignalAndApiDumps) {
   const std::string dir = freshDir("signal");
   ASSERT_FALSE(dir.empty());
   ScopedEnv env({{"BRAID_FLIGHT_RECORDER_DIR", dir.c_str()}});

@@ -93,7 +93,8 @@ int removeDeadPeerSegments(uint64_t commHash, const std::vector<PeerInfo>& peers
     if (ns == 0 || p.pidNamespace != ns) continue;  // its pid means nothing here
     if (processAlive(pid_t(p.pid), 0)) continue;
     char prefix[64];
-    std::snprintf(prefix, sizeof prefix, "braid-%d-%016llx-", p.pid, (unsigned long long)commHash);
+    std::snprintf(prefix, sizeof prefix, "braid-%d-%016llx-r%d-", p.pid,
+                  (unsigned long long)commHash, p.rank);
     prefixes.push_back(prefix);
   }
   if (prefixes.empty()) return 0;
