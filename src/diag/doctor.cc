@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "src/diag/fingerprint.h"
 #include "src/diag/json_reader.h"
 
 namespace braid {
@@ -13,19 +14,6 @@ namespace {
 
 bool pending(const FrRecord::Op& op) {
   return op.state == "queued" || op.state == "started" || op.state == "failed";
-}
-
-std::string rankList(const std::vector<int>& ranks) {
-  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (i) out += ",";
-    out += std::to_string(ranks[i]);
-    if (j > i) out += (j == i + 1 ? "," : "-") + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
 }
 
 std::string peerName(int peer) { return peer == -2 ? "the switch" : "rank " + std::to_string(peer); }

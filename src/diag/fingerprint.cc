@@ -51,19 +51,6 @@ bool same(const CollFingerprint& a, const CollFingerprint& b) {
   return true;
 }
 
-/// "rank 3", "ranks 0-2,5".
-std::string rankList(const std::vector<int>& ranks) {
-  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (i) out += ",";
-    out += std::to_string(ranks[i]);
-    if (j > i) out += (j == i + 1 ? "," : "-") + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
 
 std::string listCalls(const CollFingerprint& f) {
   std::string out;
@@ -103,6 +90,19 @@ std::string difference(const CollFingerprint& a, const std::string& aRanks,
 }
 
 }  // namespace
+
+std::string rankList(const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (i) out += ",";
+    out += std::to_string(ranks[i]);
+    if (j > i) out += (j == i + 1 ? "," : "-") + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
 
 CollFingerprint makeFingerprint(const std::vector<const OpRecord*>& ops) {
   CollFingerprint f;

@@ -38,6 +38,9 @@ static_assert(sizeof(CollFingerprint) == 24 + 16 * CollFingerprint::kShown,
 /// order; sends and receives are left out: they need not be matched by every rank).
 CollFingerprint makeFingerprint(const std::vector<const OpRecord*>& ops);
 
+/// "rank 3", "ranks 0-2,5" (ranks sorted ascending), for messages.
+std::string rankList(const std::vector<int>& ranks);
+
 /// "ncclAllReduce(count 1024, float, sum)".
 std::string describeCall(const CollFingerprint::Call& c);
 
