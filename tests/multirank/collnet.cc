@@ -386,7 +386,10 @@ TEST(CollNetThreads, OneNodeThroughTheSwitch) {
 /// A long all-reduce loop in which something dies; every rank left must fail fast.
 /// A rank listed in `holdOn` keeps its failed communicator for a while before aborting
 /// (as an application deciding how to recover would).
-void loopUntilFailure(ncclComm_t& comm, int rank, int victim, std::vector<int> holdOn = {}) {
+/// All-reduces until one fails. At iteration 20 (the loop is running, CollNet set up):
+/// rank `victim` kills itself, and rank 0 kills process `alsoKill` if given (the switch).
+void loopUntilFailure(ncclComm_t& comm, int rank, int victim, std::vector<int> holdOn = {},
+                      pid_t alsoKill = 0) {
   const size_t count = 1 << 18;
   std::vector<float> in(count, 1.0f), out(count, 0.0f);
   for (int it = 0; it < 100000; ++it) {
@@ -396,6 +399,7 @@ void loopUntilFailure(ncclComm_t& comm, int rank, int victim, std::vector<int> h
         raise(SIGKILL);
       }).detach();
     }
+    if (rank == 0 && alsoKill > 0 && it == 20) kill(alsoKill, SIGKILL);
     const auto t0 = std::chrono::steady_clock::now();
     ncclResult_t r = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
     if (r == ncclSuccess) continue;
@@ -461,15 +465,15 @@ TEST_F(CollNetProcs, KilledSwitchFailsEveryRank) {
   RunOptions opts;
   opts.failOnSignal = false;
   opts.watchdogSeconds = 90;
+  // Killed from inside the loop (rank 0, at iteration 20), not after a fixed delay: on a
+  // slow machine (sanitizers) a delay could end during init, and the ranks would then
+  // fall back to point-to-point algorithms and never fail.
   const pid_t swPid = sw_.pid();
-  std::thread killer([swPid] {
-    std::this_thread::sleep_for(std::chrono::seconds(4));  // init, then a few ops
-    kill(swPid, SIGKILL);
-  });
   auto outcomes = runNodes(2, 2, sw_.address(), "allreduce:collnet_chain", dir_,
-                           [](ncclComm_t& comm, int rank, int) { loopUntilFailure(comm, rank, -1); },
+                           [swPid](ncclComm_t& comm, int rank, int) {
+                             loopUntilFailure(comm, rank, -1, {}, swPid);
+                           },
                            opts);
-  killer.join();
   for (int r = 0; r < 4; ++r)
     EXPECT_TRUE(outcomes[size_t(r)].exited && outcomes[size_t(r)].exitCode == 0)
         << "rank " << r << ":\n" << outcomes[size_t(r)].messages;
