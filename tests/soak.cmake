@@ -9,10 +9,11 @@ add_executable(braid_soak
   ${CMAKE_CURRENT_LIST_DIR}/soak/rank.cc
   ${CMAKE_CURRENT_LIST_DIR}/soak/ops.cc
   ${CMAKE_CURRENT_LIST_DIR}/soak/elements.cc
-  ${CMAKE_CURRENT_LIST_DIR}/soak/sampler.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/soak/sampler.cc
+  ${CMAKE_CURRENT_LIST_DIR}/multirank/data.cc)  # element codings shared with multirank
 # The repository root for "tests/soak/..."; nccl.h from the `braid` target.
 target_include_directories(braid_soak PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(braid_soak PRIVATE braid Threads::Threads)
+target_link_libraries(braid_soak PRIVATE braid GTest::gtest Threads::Threads)
 
 # The threads run holds all 8 ranks (their FIFOs, plan caches and executor scratch) in
 # one process: 4 MiB per rank of room there, 8 MiB for a process of one rank. A leak shows
