@@ -45,6 +45,19 @@ const IntParam kSmallMsgBytes("BRAID_SMALL_MSG_BYTES", 32768,
     "direct one-shot algorithms; 0 disables them. Rank 0's value applies to the whole "
     "communicator.");
 
+const BoolParam kBoard("BRAID_BOARD", true,
+    "Collectives of communicators whose ranks all run on one host use a shared flag "
+    "board for small and medium messages (one phase through inline areas, or single "
+    "copy between the ranks' buffers) instead of plans through the FIFOs. Rank 0's "
+    "value applies; off when NCCL_ALGO, NCCL_PROTO or BRAID_TRANSPORT is set.");
+const IntParam kBoardInlineBytes("BRAID_BOARD_INLINE_BYTES", 4096,
+    "Largest part per rank (bytes) exchanged through the flag board's inline areas in "
+    "one phase. Rank 0's value applies.");
+const IntParam kBoardCopyMaxBytes("BRAID_BOARD_COPY_MAX_BYTES", 4 << 20,
+    "Largest message (bytes of the larger buffer) moved by single copy over the flag "
+    "board (memcpy between threads, process_vm_readv between processes); 0 turns single "
+    "copy off. Rank 0's value applies.");
+
 const BoolParam kShmDisable("NCCL_SHM_DISABLE", false,
     "Disable the shared-memory transport: ranks on one host use sockets.");
 const BoolParam kP2pDisable("NCCL_P2P_DISABLE", false,

@@ -1,5 +1,7 @@
 #include "src/core/comm.h"
 
+#include "src/exec/board.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -75,6 +77,7 @@ void Comm::releaseResources() {
   if (!peers.empty() && size_t(rank) < peers.size())
     removeDeadPeerSegments(commHash, peers, peers[size_t(rank)].machineHash);
   collnet.reset();  // after the ends that point at its ports
+  board.reset();
   bootstrap.reset();
   planCache.clear();
   planCacheBytes = 0;
@@ -252,6 +255,7 @@ ncclResult_t Comm::fatal(ncclResult_t code, const char* reason) {
   const bool first = asyncError.compare_exchange_strong(expected, code);
   // Not abortFlag: the bootstrap stays usable (ncclCommShrink after a failure).
   closeConnections(kFifoSenderAborted);
+  if (board) board->markFailed(code);  // ranks waiting on the board stop waiting for us
   if (first && recorder) recorder->dump(reason);
   return code;
 }

@@ -26,6 +26,7 @@ namespace braid {
 
 class DeviceComm;
 class CollNetState;
+class Board;
 class FlightRecorder;
 
 /// Settings a communicator takes from ncclConfig_t and the environment at init.
@@ -144,6 +145,9 @@ struct Comm : public ConnTable {
   /// In-network reduction (transports/collnet/collnet_state.h): the switch groups'
   /// ports, made at init when CollNet is enabled and set up; null otherwise.
   std::shared_ptr<CollNetState> collnet;
+  /// The flag board (src/exec/board.h): made at init when every rank is on one host;
+  /// small and medium collectives on host buffers run on it.
+  std::unique_ptr<Board> board;
   /// Whether CollNet plans may run this reduction (a collnet is set up and takes the
   /// datatype and op).
   bool collnetSupports(ncclDataType_t type, ncclRedOp_t op) const;

@@ -19,6 +19,7 @@
 #include "src/core/comm.h"
 #include "src/device/cuda_rt.h"
 #include "src/diag/flight_recorder.h"
+#include "src/exec/board.h"
 #include "src/core/error.h"
 #include "src/core/group.h"
 #include "src/core/init.h"
@@ -76,6 +77,8 @@ struct InitRecord {
   int32_t modelError;  ///< this rank's BRAID_TUNER_MODEL could not be read
   int32_t collnetEnable;  ///< NCCL_COLLNET_ENABLE on this rank
   int32_t check;          ///< BRAID_CHECK on this rank (rank 0's applies)
+  int64_t boardInline;    ///< flag board inline bytes (rank 0's applies; -1: no board)
+  int64_t boardCopyMax;   ///< ... and single-copy limit
   CostModel model;
 };
 
@@ -218,6 +221,11 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   me.specHash = specHash(comm->settings);
   me.collnetEnable = param::kCollNetEnable.get();
   me.check = param::kCheck.get();
+  const bool boardWanted = param::kBoard.get() && comm->settings.algoSpec.empty() &&
+                           comm->settings.protoSpec.empty() &&
+                           comm->settings.forcedTransport.empty() && !comm->settings.shmDisable;
+  me.boardInline = boardWanted ? std::max<int64_t>(0, param::kBoardInlineBytes.get()) : -1;
+  me.boardCopyMax = std::max<int64_t>(0, param::kBoardCopyMaxBytes.get());
   // A bad model file fails every rank (after the exchange, so none waits for it).
   const ncclResult_t modelResult = loadCostModel(comm, &me.model);
   me.modelError = modelResult != ncclSuccess;
@@ -299,6 +307,15 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
     r = CollNetState::setup(comm, collnetWishes == nranks, &collnet);
     if (r != ncclSuccess) return finish(r);
     comm->collnet = std::move(collnet);
+  }
+  // The flag board: every rank on one machine and one host id, and rank 0 wants one.
+  bool oneHost = nranks > 1 && all[0].boardInline >= 0;
+  for (const PeerInfo& p : comm->peers)
+    oneHost = oneHost && p.machineHash == me.info.machineHash && p.hostHash == me.info.hostHash;
+  if (oneHost) {
+    r = Board::setup(comm, uint64_t(all[0].boardInline), uint64_t(all[0].boardCopyMax),
+                     &comm->board);
+    if (r != ncclSuccess) return finish(r);
   }
   // Waiting ranks spin only while every busy thread of this machine can have a core:
   // its ranks (all host ids: network namespaces share the CPUs), and the proxy thread

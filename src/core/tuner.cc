@@ -290,4 +290,15 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const 
                   collName(args.coll), args.nranks);
 }
 
+void logBoardChoice(const PlanArgs& args, const char* path) {
+  if (!logEnabled(LogLevel::kInfo, kLogTuning)) return;
+  // Once per size and collective in a row (a perf loop repeats the same call).
+  thread_local uint64_t last = ~uint64_t(0);
+  const uint64_t key = (messageBytes(args) << 8) ^ uint64_t(args.coll) ^ (uint64_t(args.nranks) << 4);
+  if (key == last) return;
+  last = key;
+  BRAID_INFO(kLogTuning, "%s %s B (%s): board/%s (the flag board; no plan)", collName(args.coll),
+             fmtBytes(messageBytes(args)).c_str(), layoutOf(args).describe().c_str(), path);
+}
+
 }  // namespace braid

@@ -61,6 +61,10 @@ std::vector<TuneChoice> rankChoices(const TuneInput& in, bool ignoreSpecs = fals
 ncclResult_t makePlan(Comm* comm, const PlanArgs& args, std::shared_ptr<const Plan>* out,
                       bool device = false);
 
+/// The TUNING log line for a collective that runs on the flag board (`path`: "inline",
+/// "copy"), once per size in a row.
+void logBoardChoice(const PlanArgs& args, const char* path);
+
 /// Whether NCCL_ALGO (as given in `spec`) allows the algorithm called `name` (or, if
 /// not null, `ncclName`) for `coll` (syntax above).
 bool algoAllowed(const std::string& spec, Coll coll, const char* name, const char* ncclName);

@@ -10,12 +10,15 @@
 #include <mutex>
 #include <string>
 
+#include "src/config/log.h"
 #include "src/core/comm.h"
 #include "src/core/error.h"
 #include "src/core/tuner.h"
 #include "src/device/cuda_executor.h"
 #include "src/diag/fingerprint.h"
 #include "src/diag/flight_recorder.h"
+#include "src/exec/board.h"
+#include "src/exec/board_run.h"
 #include "src/exec/connect.h"
 #include "src/exec/engine.h"
 #include "src/exec/progress_assist.h"
@@ -49,6 +52,23 @@ struct Task {
   std::shared_ptr<const Plan> plan;
   Reducer red;
   PlanRun run;
+  /// Collectives on the flag board (plan is null then) run here instead.
+  BoardRun board;
+  BoardPath boardPath = BoardPath::kNone;
+  bool progress() { return boardPath != BoardPath::kNone ? board.progress() : run.progress(); }
+  RunState state() const { return boardPath != BoardPath::kNone ? board.state() : run.state(); }
+  const std::string& error() const {
+    return boardPath != BoardPath::kNone ? board.error() : run.error();
+  }
+  int waitingOn() const {
+    return boardPath != BoardPath::kNone ? board.waitingOn() : run.waitingOn();
+  }
+  std::string describeWait() const {
+    return boardPath != BoardPath::kNone ? board.describeWait() : run.describeWait();
+  }
+  const char* algorithm() const {
+    return boardPath != BoardPath::kNone ? boardPathName(boardPath) : plan->algorithm.c_str();
+  }
   /// The plan's Buf::kScratch working memory (kept across reuses of this Task).
   std::vector<uint64_t> scratch;
   Task* nextInLane = nullptr;
@@ -139,7 +159,17 @@ Reducer makeReducer(Comm* comm, const OpRecord& op) {
   return Reducer(op.type, op.op, comm->nranks);
 }
 
-ncclResult_t makeTask(Comm* comm, const OpRecord& op, Task* t) {
+/// allowBoard: the op may run on the flag board (not for cost estimates: they need a plan).
+ncclResult_t makeTask(Comm* comm, const OpRecord& op, Task* t, bool allowBoard = true) {
+  t->boardPath = allowBoard ? chooseBoardPath(comm, op) : BoardPath::kNone;
+  if (t->boardPath != BoardPath::kNone) {
+    if (logEnabled(LogLevel::kInfo, kLogTuning))
+      logBoardChoice(planArgsFor(comm, op), t->boardPath == BoardPath::kInline ? "inline" : "copy");
+    t->op = op;
+    t->plan.reset();
+    t->board.start(comm, op, t->boardPath);
+    return ncclSuccess;
+  }
   const PlanArgs args = planArgsFor(comm, op);
   BRAID_CHECK(makePlan(comm, args, &t->plan));
   t->op = op;
@@ -184,12 +214,12 @@ bool advance(Scratch& sc, CommWork& w) {
     for (size_t l = st.firstLane; l < st.firstLane + st.nLanes; ++l) {
       Lane& lane = sc.lanes[l];
       while (Task* t = lane.cur) {
-        moved |= t->run.progress();
-        if (t->run.state() == RunState::kError) {
-          failWork(w, t, ncclRemoteError, t->run.error(), "peer");
+        moved |= t->progress();
+        if (t->state() == RunState::kError) {
+          failWork(w, t, ncclRemoteError, t->error(), "peer");
           return true;
         }
-        if (t->run.state() != RunState::kDone) break;
+        if (t->state() != RunState::kDone) break;
         if (w.comm->recorder) w.comm->recorder->finished(t->op.frSeq, true);
         lane.cur = t->nextInLane;
         moved = true;
@@ -215,18 +245,22 @@ std::vector<Task*> runningTasks(Scratch& sc, CommWork& w) {
 
 void checkStalled(Scratch& sc, CommWork& w, bool timedOut, int64_t stalledMs) {
   for (Task* t : runningTasks(sc, w)) {
-    int peer = t->run.waitingOn();
+    int peer = t->waitingOn();
     std::string why;
-    if ((peer >= 0 || peer == kSwitchPeer) && w.comm->checkPeer(peer, &why) != ncclSuccess) {
+    const bool gone = t->boardPath != BoardPath::kNone
+                          ? peer >= 0 && !w.comm->board->peerAlive(peer, &why)
+                          : (peer >= 0 || peer == kSwitchPeer) &&
+                                w.comm->checkPeer(peer, &why) != ncclSuccess;
+    if (gone) {
       failWork(w, t, ncclRemoteError, why, "peer");
       return;
     }
     if (w.comm->recorder && (peer >= 0 || peer == kSwitchPeer))
-      w.comm->recorder->waiting(t->op.frSeq, peer, t->run.describeWait());
+      w.comm->recorder->waiting(t->op.frSeq, peer, t->describeWait());
     if (timedOut) {
       failWork(w, t, ncclSystemError,
                "no progress for " + std::to_string(stalledMs) + " ms (BRAID_TIMEOUT_MS): " +
-                   t->run.describeWait(),
+                   t->describeWait(),
                "timeout");
       return;
     }
@@ -317,8 +351,8 @@ ncclResult_t buildWorks(const std::vector<OpRecord>& ops, Scratch& sc) {
       Task* t = sc.newTask();
       BRAID_CHECK(makeTask(c, op, t));
       t->opIndex = c->opCount++;
-      if (c->recorder) c->recorder->started(op.frSeq, t->plan->algorithm.c_str());
-      sc.connector.note(c, *t->plan);
+      if (c->recorder) c->recorder->started(op.frSeq, t->algorithm());
+      if (t->plan) sc.connector.note(c, *t->plan);
       const bool p2p = op.coll == Coll::kSendRecv;
       if (!p2p || sc.stages.size() == w.firstStage || !sc.stages.back().p2p) {
         sc.stages.push_back(Stage{sc.lanes.size(), 0, p2p});
@@ -595,7 +629,7 @@ float estimateBatchUs(const std::vector<OpRecord>& ops) {
     {
       // The plan cache is the executing thread's: take its lock.
       std::lock_guard<std::mutex> lock(op.comm->execMutex);
-      if (makeTask(op.comm, op, &t) != ncclSuccess) continue;
+      if (makeTask(op.comm, op, &t, /*allowBoard=*/false) != ncclSuccess) continue;
     }
     auto it = std::find_if(perComm.begin(), perComm.end(),
                            [&](const std::pair<Comm*, double>& p) { return p.first == op.comm; });

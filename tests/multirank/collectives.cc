@@ -290,7 +290,9 @@ struct Mode {
   Launch launch;
   const char* transport;
   const char* variant;  ///< "" (defaults), "ring" (no direct small-message algorithms),
-                        ///< "cma" (ring, and single-copy shm reads from 64-byte pieces)
+                        ///< "cma" (ring, and single-copy shm reads from 64-byte pieces),
+                        ///< "board" (the flag board with small limits: inline up to
+                        ///< 256 B per rank, single copy up to 64 KiB, FIFOs beyond)
 };
 
 using Param = std::tuple<Mode, int, C>;
@@ -303,7 +305,12 @@ TEST_P(Collectives, CountsAroundSlotBoundaries) {
   const C coll = std::get<2>(GetParam());
   auto env = smallFifoEnv(mode.transport);
   env.push_back({"BRAID_TIMEOUT_MS", "30000"});
-  if (std::string(mode.variant) != "") env.push_back({"BRAID_SMALL_MSG_BYTES", "0"});
+  const std::string variant = mode.variant;
+  if (variant == "ring" || variant == "cma") env.push_back({"BRAID_SMALL_MSG_BYTES", "0"});
+  if (variant == "board") {
+    env.push_back({"BRAID_BOARD_INLINE_BYTES", "256"});
+    env.push_back({"BRAID_BOARD_COPY_MAX_BYTES", "65536"});
+  }
   if (std::string(mode.variant) == "cma") {
     env.push_back({"BRAID_SHM_CMA", "1"});
     env.push_back({"BRAID_CMA_MIN_BYTES", "64"});
@@ -347,10 +354,13 @@ TEST(CollectivesLarge, RingWithSingleCopyProcesses) {
 }
 
 const Mode kThreadModes[] = {{Launch::kInitAll, "local", ""},
+                             {Launch::kInitAll, "auto", "board"},
+                             {Launch::kThreads, "auto", "board"},
                              {Launch::kInitAll, "local", "ring"},
                              {Launch::kThreads, "shm", "cma"},
                              {Launch::kThreads, "socket", ""}};
 const Mode kProcessModes[] = {{Launch::kProcesses, "shm", ""},
+                              {Launch::kProcesses, "auto", "board"},
                               {Launch::kProcesses, "shm", "cma"},
                               {Launch::kProcesses, "socket", "ring"}};
 const C kAllColls[] = {C::kAllReduce,     C::kBroadcast, C::kBcast,  C::kReduce,

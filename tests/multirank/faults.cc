@@ -56,9 +56,11 @@ class KilledRank : public ::testing::TestWithParam<const char*> {};
 TEST_P(KilledRank, SurvivorsFailFastNamingARank) {
   // "shm_cma": single-copy reads, so the victim may die while it is reading (pinning)
   // a survivor's buffer; the survivor must not wait for an unpin that never comes.
+  // "board": the flag board's single copy (every rank reads the others' buffers).
   const std::string mode = GetParam();
   const bool cma = mode == "shm_cma";
-  ScopedEnv env({{"BRAID_TRANSPORT", cma ? "shm" : mode},
+  ScopedEnv env({{"BRAID_TRANSPORT", cma ? "shm" : mode == "board" ? "auto" : mode},
+                 {"BRAID_BOARD_COPY_MAX_BYTES", "16777216"},
                  {"BRAID_SHM_CMA", cma ? "1" : "0"},
                  {"BRAID_CMA_MIN_BYTES", "4096"},
                  {"BRAID_TIMEOUT_MS", "20000"},
@@ -114,7 +116,7 @@ TEST_P(KilledRank, SurvivorsFailFastNamingARank) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, KilledRank, ::testing::Values("shm", "shm_cma", "socket"),
+INSTANTIATE_TEST_SUITE_P(Transports, KilledRank, ::testing::Values("shm", "shm_cma", "socket", "board"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });
@@ -149,6 +151,17 @@ TEST(Timeout, RankNeverJoinsProcesses) {
   SharedFlag done;
   ASSERT_TRUE(done.ok());
   ScopedEnv env({{"BRAID_TRANSPORT", "shm"}, {"BRAID_TIMEOUT_MS", "2000"}});
+  RunOptions opts;
+  opts.watchdogSeconds = 60;
+  run(Launch::kProcesses, 2,
+      [&](ncclComm_t& comm, int rank, int) { neverJoins(comm, rank, &done); }, opts);
+}
+
+// The same on the flag board (inline phase and single copy).
+TEST(Timeout, RankNeverJoinsBoardProcesses) {
+  SharedFlag done;
+  ASSERT_TRUE(done.ok());
+  ScopedEnv env({{"BRAID_TRANSPORT", "auto"}, {"BRAID_TIMEOUT_MS", "2000"}});
   RunOptions opts;
   opts.watchdogSeconds = 60;
   run(Launch::kProcesses, 2,

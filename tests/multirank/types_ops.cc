@@ -166,5 +166,18 @@ TEST(TypesOpsProcesses, AllTypesAllOpsShm) {
   });
 }
 
+// The flag board between processes: counts 1 and 37 inline or single copy (limits
+// lowered so both paths take every type), 1000 single copy.
+TEST(TypesOpsProcesses, AllTypesAllOpsBoard) {
+  ScopedEnv env({{"BRAID_TRANSPORT", "auto"}, {"BRAID_BOARD_INLINE_BYTES", "64"}});
+  run(Launch::kProcesses, 3, [&](ncclComm_t& comm, int rank, int n) {
+    for (ncclDataType_t t : allTypes())
+      for (Op o : kOps) {
+        checkTypeOp(comm, rank, n, t, o);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+  });
+}
+
 }  // namespace
 }  // namespace mr

@@ -63,8 +63,11 @@ class RankLoop {
   }
 
  private:
-  /// Every collective once at its largest size, so that what the library keeps per
-  /// communicator for large messages exists before sampling starts.
+  /// Every collective at its largest size, with every root and send/recv shift, and the
+  /// reductions once more with PreMulSum, so that what the library keeps per
+  /// communicator exists before sampling starts: most collectives run on the flag board
+  /// and make no FIFO connections, so the connections a random op needs (a root's tree,
+  /// a send/recv pair, a PreMulSum plan) would otherwise appear one by one during the run.
   bool warmUp(ncclComm_t comm) {
     Limits lim;
     lim.maxBlockBytes = cfg_.maxBlockBytes;
@@ -73,14 +76,25 @@ class RankLoop {
       OpSpec s;
       s.coll = Coll(c);
       s.type = ncclFloat32;
-      s.shift = n > 1 ? 1 : 0;
       const bool nBlocks = s.coll == Coll::kAllGather || s.coll == Coll::kReduceScatter ||
                            s.coll == Coll::kAllToAll || s.coll == Coll::kGather ||
                            s.coll == Coll::kScatter;
+      const bool rooted = s.coll == Coll::kBroadcast || s.coll == Coll::kReduce ||
+                          s.coll == Coll::kGather || s.coll == Coll::kScatter;
+      const bool reduces = s.coll == Coll::kAllReduce || s.coll == Coll::kReduce ||
+                           s.coll == Coll::kReduceScatter;
       s.count = lim.maxBlockBytes / 4;  // as randomOp's largest
       if (nBlocks) s.count = std::min(s.count, 4 * lim.maxBlockBytes / (size_t(n) * 4));
       s.count = std::max<size_t>(1, s.count);
-      if (!runOps(comm, n, rank_, {s}, false, false)) return false;
+      const int variants = s.coll == Coll::kSendRecv ? std::max(1, n - 1) : rooted ? n : 1;
+      for (int v = 0; v < variants; ++v)
+        for (int op : {0, kPreMulSum}) {
+          if (op == kPreMulSum && !reduces) continue;
+          s.op = op;
+          s.root = rooted ? v : 0;
+          s.shift = n > 1 ? (s.coll == Coll::kSendRecv ? v + 1 : 1) : 0;
+          if (!runOps(comm, n, rank_, {s}, false, false)) return false;
+        }
     }
     return true;
   }

@@ -15,8 +15,15 @@ run() {  # run <log> [env...]: a 2-rank all-reduce sweep with the TUNING log
 }
 
 run "$tmp/auto.log" || { cat "$tmp/auto.log"; fail "default run failed"; }
-grep -q "AllReduce 8 B (1 node(s) x 2 rank(s)): [a-z]*/[A-Za-z0-9]* channels [0-9]* chunk [0-9KM]* predicted [0-9.]* us" "$tmp/auto.log" \
+# Small sizes run on the flag board (one host): its line names the path instead of a plan.
+grep -q "AllReduce 8 B (1 node(s) x 2 rank(s)): board/inline (the flag board; no plan)" "$tmp/auto.log" \
   || { cat "$tmp/auto.log"; fail "no TUNING line for the 8 B all-reduce"; }
+grep -q "AllReduce 32K B (1 node(s) x 2 rank(s)): board/copy " "$tmp/auto.log" \
+  || { cat "$tmp/auto.log"; fail "no TUNING line for the 32 KiB all-reduce"; }
+# Without the board the tuner's choice is logged with its prediction.
+run "$tmp/noboard.log" BRAID_BOARD=0 || { cat "$tmp/noboard.log"; fail "BRAID_BOARD=0 run failed"; }
+grep -q "AllReduce 8 B (1 node(s) x 2 rank(s)): [a-z]*/[A-Za-z0-9]* channels [0-9]* chunk [0-9KM]* predicted [0-9.]* us" "$tmp/noboard.log" \
+  || { cat "$tmp/noboard.log"; fail "no TUNING line for the 8 B all-reduce (BRAID_BOARD=0)"; }
 grep -q "AllReduce 4M B" "$tmp/auto.log" || fail "no TUNING line for 4 MiB"
 
 run "$tmp/ring.log" NCCL_ALGO=allreduce:ring NCCL_PROTO=LL || { cat "$tmp/ring.log"; fail "forced run failed"; }

@@ -1,0 +1,183 @@
+#include "src/exec/board.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "src/config/log.h"
+#include "src/core/comm.h"
+#include "transports/shm/shm_transport.h"
+
+namespace braid {
+namespace {
+
+/// Read by peers at init to learn whether process_vm_readv works between us.
+const volatile uint64_t kProbeWord = 0x4252414944425244ull;  // "BRAIDBRD"
+
+struct SetupRecord {
+  int32_t pid;
+  int32_t ok;  ///< round 1: rank 0 made the segment; round 2: mapped it
+  int32_t cma;  ///< round 2: could read every other process's probe word
+  int32_t pad;
+  uint64_t probeAddr;
+  uint64_t processHash;
+  uint64_t startTime;
+  char name[96];  ///< rank 0's segment name
+};
+
+size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+ncclResult_t Board::setup(Comm* comm, uint64_t inlineBytes, uint64_t copyMaxBytes,
+                          std::unique_ptr<Board>* out) {
+  out->reset();
+  const int n = comm->nranks, me = comm->rank;
+  std::unique_ptr<Board> b(new Board());
+  b->nranks_ = n;
+  b->rank_ = me;
+  b->inlineBytes_ = roundUp(inlineBytes, 64);
+  b->copyMaxBytes_ = copyMaxBytes;
+  b->slotBytes_ = 64 + 2 * b->inlineBytes_;
+  b->bytes_ = b->slotBytes_ * size_t(n);
+
+  std::vector<SetupRecord> recs(static_cast<size_t>(n));
+  SetupRecord& mine = recs[size_t(me)];
+  std::memset(&mine, 0, sizeof mine);
+  mine.pid = int32_t(getpid());
+  mine.probeAddr = uint64_t(reinterpret_cast<uintptr_t>(&kProbeWord));
+  mine.processHash = comm->peers[size_t(me)].processHash;
+  mine.startTime = processStartTime(getpid());
+  int fd = -1;
+  if (me == 0) {
+    std::random_device rd;
+    // Named like the shm transport's segments, so a survivor's cleanup finds it if we die
+    // before unlinking it (removeDeadPeerSegments).
+    std::snprintf(mine.name, sizeof mine.name, "/braid-%d-%016llx-r0-board-%08x", int(getpid()),
+                  static_cast<unsigned long long>(comm->commHash), unsigned(rd()));
+    fd = shm_open(mine.name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd >= 0 && ftruncate(fd, off_t(b->bytes_)) != 0) {
+      close(fd);
+      shm_unlink(mine.name);
+      fd = -1;
+    }
+    if (fd < 0)
+      BRAID_WARN("%s: could not create the flag board %s (%s); collectives use the FIFOs",
+                 comm->who().c_str(), mine.name, std::strerror(errno));
+    mine.ok = fd >= 0;
+  }
+  ncclResult_t r = comm->bootstrap->allGather(recs.data(), sizeof(SetupRecord));
+  if (r != ncclSuccess) {
+    if (fd >= 0) {
+      close(fd);
+      shm_unlink(mine.name);
+    }
+    return r;
+  }
+  if (!recs[0].ok) return ncclSuccess;  // every rank sees it: none uses a board
+  char name[sizeof mine.name];
+  std::memcpy(name, recs[0].name, sizeof name);
+  name[sizeof name - 1] = '\0';
+  if (me != 0) fd = shm_open(name, O_RDWR, 0600);
+  void* base = MAP_FAILED;
+  if (fd >= 0) {
+    base = mmap(nullptr, b->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+  }
+  // Which peers share our address space, and whether we can read the others'.
+  b->pids_.assign(size_t(n), 0);
+  b->starts_.assign(size_t(n), 0);
+  bool cma = true;
+  for (int p = 0; p < n; ++p) {
+    const SetupRecord& o = recs[size_t(p)];
+    if (o.processHash == mine.processHash) continue;
+    b->pids_[size_t(p)] = pid_t(o.pid);
+    b->starts_[size_t(p)] = o.startTime;
+    uint64_t word = 0;
+    cma = cma && b->read(p, &word, o.probeAddr, sizeof word) == 0 && word == kProbeWord;
+  }
+  SetupRecord round2 = mine;
+  round2.ok = base != MAP_FAILED;
+  round2.cma = cma;
+  recs[size_t(me)] = round2;
+  r = comm->bootstrap->allGather(recs.data(), sizeof(SetupRecord));
+  if (me == 0) shm_unlink(name);  // everyone has mapped it (or given up) by now
+  bool allMapped = true, allCma = true;
+  for (const SetupRecord& o : recs) {
+    allMapped = allMapped && o.ok;
+    allCma = allCma && o.cma;
+  }
+  if (r != ncclSuccess || !allMapped) {
+    if (base != MAP_FAILED) munmap(base, b->bytes_);
+    if (r == ncclSuccess)
+      BRAID_INFO(kLogShm, "%s: a rank could not map the flag board; collectives use the FIFOs",
+                 comm->who().c_str());
+    return r;
+  }
+  b->base_ = static_cast<char*>(base);
+  b->singleCopy_ = allCma;
+  BRAID_INFO(kLogShm, "%s: flag board %s (%zu B; inline %llu B per rank, single copy %s)",
+             comm->who().c_str(), name, b->bytes_,
+             static_cast<unsigned long long>(b->inlineBytes_),
+             allCma ? "up to the copy limit" : "not possible (process_vm_readv refused)");
+  *out = std::move(b);
+  return ncclSuccess;
+}
+
+Board::~Board() {
+  if (base_) munmap(base_, bytes_);
+}
+
+bool Board::allReached(uint64_t phase, int* lagging, int* failedRank) const {
+  for (int r = 0; r < nranks_; ++r) {
+    if (r == rank_) continue;
+    const Slot& s = slot(r);
+    if (s.phase.load(std::memory_order_acquire) >= phase) continue;
+    if (s.failed.load(std::memory_order_relaxed) != 0) *failedRank = r;
+    *lagging = r;
+    return false;
+  }
+  return true;
+}
+
+void Board::markFailed(ncclResult_t code) {
+  slot(rank_).failed.store(uint32_t(code == ncclSuccess ? ncclInternalError : code),
+                           std::memory_order_release);
+}
+
+bool Board::peerAlive(int r, std::string* why) const {
+  const pid_t pid = pids_[size_t(r)];
+  if (pid == 0 || processAlive(pid, starts_[size_t(r)])) return true;
+  *why = "rank " + std::to_string(r) + " (pid " + std::to_string(pid) + ") on this host exited";
+  return false;
+}
+
+int Board::read(int r, void* dst, uint64_t remote, uint64_t n) const {
+  if (pids_.empty() || pids_[size_t(r)] == 0) {
+    std::memcpy(dst, reinterpret_cast<const void*>(uintptr_t(remote)), size_t(n));
+    return 0;
+  }
+  auto* d = static_cast<char*>(dst);
+  while (n > 0) {
+    struct iovec local = {d, size_t(n)};
+    struct iovec rem = {reinterpret_cast<void*>(uintptr_t(remote)), size_t(n)};
+    const ssize_t got = process_vm_readv(pids_[size_t(r)], &local, 1, &rem, 1, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (got == 0) return EFAULT;
+    d += got;
+    remote += uint64_t(got);
+    n -= uint64_t(got);
+  }
+  return 0;
+}
+
+}  // namespace braid

@@ -1,0 +1,100 @@
+// Board: a communicator's shared flag board, for ranks that all live on one machine.
+//
+// One shared-memory segment per communicator (made at init, when every rank is on the
+// same host), with one slot per rank. A slot has a phase counter and a failure word in
+// one cache line, the addresses of the rank's current buffers next to them, and two
+// inline data areas (used alternately by phase parity). Collectives that run on the
+// board (src/exec/board_run.h) are sequences of phases: a rank writes what it
+// contributes (inline data or buffer addresses), publishes the next phase, and waits
+// until every rank has published it. Between phases it reads the others' inline data
+// or, for larger messages, their buffers directly: memcpy within one process,
+// process_vm_readv between processes (single copy; probed at init, used only where
+// every pair may read each other).
+//
+// Why the parity areas need no acknowledgement: a rank publishes phase t only after
+// seeing every rank at t-1, and a rank reaches t-1 only after it finished reading
+// what was published at t-2, which is what phase t overwrites.
+#pragma once
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+
+namespace braid {
+
+struct Comm;
+
+class Board {
+ public:
+  /// One rank's slot header (one cache line).
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> phase;   ///< the last phase this rank published
+    std::atomic<uint32_t> failed;  ///< nonzero: this rank failed (its ncclResult_t)
+    uint32_t pad;
+    uint64_t sendAddr;  ///< this rank's buffers in its own address space, written
+    uint64_t recvAddr;  ///< before the phase that announces them
+  };
+
+  /// Collective: every rank of `comm` calls it at init (after the peer table and the
+  /// layout are set). Makes the board when rank 0 asks for one (BRAID_BOARD; its
+  /// inline and copy sizes apply), every rank is on one host, and every rank could
+  /// map the segment; *out stays null otherwise (or on error).
+  static ncclResult_t setup(Comm* comm, uint64_t inlineBytes, uint64_t copyMaxBytes,
+                            std::unique_ptr<Board>* out);
+  ~Board();
+  Board(const Board&) = delete;
+  Board& operator=(const Board&) = delete;
+
+  int nranks() const { return nranks_; }
+  int rank() const { return rank_; }
+  /// Inline bytes per rank and phase; messages whose per-rank part fits run in one phase.
+  uint64_t inlineBytes() const { return inlineBytes_; }
+  /// Largest message (bytes of the larger buffer) moved by single copy; 0: none.
+  uint64_t copyMaxBytes() const { return singleCopy_ ? copyMaxBytes_ : 0; }
+
+  Slot& slot(int r) const { return *reinterpret_cast<Slot*>(base_ + slotOffset(r)); }
+  /// Rank r's inline area for phase `phase` (parity).
+  char* inlineData(int r, uint64_t phase) const {
+    return base_ + slotOffset(r) + 64 + (phase & 1) * inlineBytes_;
+  }
+  /// The next phase this rank will publish.
+  uint64_t nextPhase() const { return phase_ + 1; }
+  /// Publishes the next phase (after the inline data and addresses were written).
+  uint64_t publish() {
+    slot(rank_).phase.store(++phase_, std::memory_order_release);
+    return phase_;
+  }
+  /// Whether every rank has published `phase`; otherwise *lagging is one that has not.
+  /// A rank that failed: returns false with *failedRank set.
+  bool allReached(uint64_t phase, int* lagging, int* failedRank) const;
+  /// Tells the other ranks this one failed (they stop waiting for it).
+  void markFailed(ncclResult_t code);
+  /// Whether rank r still runs (same-machine pid check); *why says otherwise.
+  bool peerAlive(int r, std::string* why) const;
+
+  /// Whether rank r shares this address space (its addresses can be dereferenced).
+  bool local(int r) const { return pids_[size_t(r)] == 0; }
+  /// Copies n bytes at rank r's address `remote` into dst. Returns 0 or an errno.
+  int read(int r, void* dst, uint64_t remote, uint64_t n) const;
+
+ private:
+  Board() = default;
+  size_t slotOffset(int r) const { return size_t(r) * slotBytes_; }
+
+  char* base_ = nullptr;
+  size_t bytes_ = 0;
+  size_t slotBytes_ = 0;
+  int nranks_ = 0, rank_ = 0;
+  uint64_t inlineBytes_ = 0, copyMaxBytes_ = 0;
+  bool singleCopy_ = false;
+  uint64_t phase_ = 0;
+  std::vector<pid_t> pids_;         ///< 0 for ranks in this process
+  std::vector<uint64_t> starts_;    ///< process start times, for liveness checks
+};
+
+}  // namespace braid

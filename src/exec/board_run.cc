@@ -1,0 +1,308 @@
+#include "src/exec/board_run.h"
+
+#include <cstring>
+#include <vector>
+
+#include "src/core/comm.h"
+#include "src/exec/board.h"
+
+namespace braid {
+namespace {
+
+/// Elements are reduced in blocks of this many bytes (read from another process into
+/// a bounce buffer first), so the sources and the partial result stay in cache.
+constexpr uint64_t kBlockBytes = 32 << 10;
+
+bool reduces(Coll c) {
+  return c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter;
+}
+
+/// Bytes one rank contributes (what an inline phase must hold).
+uint64_t partBytes(Coll c, uint64_t bytes, int n) {
+  switch (c) {
+    case Coll::kReduceScatter: case Coll::kAllToAll: case Coll::kScatter: return bytes * uint64_t(n);
+    default: return bytes;
+  }
+}
+
+/// Bytes of the larger buffer.
+uint64_t bufferBytes(Coll c, uint64_t bytes, int n) {
+  switch (c) {
+    case Coll::kAllReduce: case Coll::kBroadcast: case Coll::kReduce: return bytes;
+    default: return bytes * uint64_t(n);
+  }
+}
+
+struct Bounce {
+  std::vector<char> a, b, acc;
+};
+Bounce& bounce() {
+  thread_local Bounce b;
+  return b;
+}
+
+}  // namespace
+
+BoardPath chooseBoardPath(const Comm* comm, const OpRecord& op) {
+  const Board* b = comm->board.get();
+  if (!b || op.mem != MemKind::kHost || op.rma != 0 || op.coll == Coll::kSendRecv) return BoardPath::kNone;
+  // PreMulSum scales each rank's own input by its own scalar: the plans do that.
+  if (reduces(op.coll) && int(op.op) >= int(ncclNumOps)) return BoardPath::kNone;
+  const uint64_t bytes = uint64_t(op.count) * dataTypeSize(op.type);
+  if (partBytes(op.coll, bytes, b->nranks()) <= b->inlineBytes()) return BoardPath::kInline;
+  if (bufferBytes(op.coll, bytes, b->nranks()) <= b->copyMaxBytes()) return BoardPath::kCopy;
+  return BoardPath::kNone;
+}
+
+const char* boardPathName(BoardPath p) {
+  switch (p) {
+    case BoardPath::kInline: return "board-inline";
+    case BoardPath::kCopy: return "board-copy";
+    default: return "none";
+  }
+}
+
+void BoardRun::start(Comm* comm, const OpRecord& op, BoardPath path) {
+  b_ = comm->board.get();
+  op_ = op;
+  red_ = Reducer(op.type, reduces(op.coll) ? op.op : ncclSum, comm->nranks);
+  path_ = path;
+  stage_ = 0;
+  waiting_ = false;
+  target_ = 0;
+  lagging_ = -1;
+  stagedResult_ = false;
+  state_ = RunState::kRunning;
+  error_.clear();
+}
+
+void BoardRun::fail(const std::string& why) {
+  if (state_ != RunState::kRunning) return;
+  state_ = RunState::kError;
+  error_ = why;
+}
+
+bool BoardRun::progress() {
+  bool moved = false;
+  while (state_ == RunState::kRunning) {
+    if (waiting_) {
+      int lag = -1, failed = -1;
+      if (!b_->allReached(target_, &lag, &failed)) {
+        lagging_ = lag;
+        if (failed >= 0)
+          fail("rank " + std::to_string(failed) + " failed while this collective ran on the "
+               "flag board");
+        return moved;
+      }
+      waiting_ = false;
+    }
+    runStage();
+    moved = true;
+  }
+  return moved;
+}
+
+void BoardRun::publishAndWait() {
+  target_ = b_->publish();
+  waiting_ = true;
+  ++stage_;
+}
+
+std::string BoardRun::describeWait() const {
+  return "wait for rank " + std::to_string(lagging_) + " on the flag board (" +
+         boardPathName(path_) + " " + collName(op_.coll) + ", phase " + std::to_string(target_) +
+         ")";
+}
+
+bool BoardRun::readFrom(int r, void* dst, uint64_t remote, uint64_t n) {
+  if (n == 0) return true;
+  const int e = b_->read(r, dst, remote, n);
+  if (e == 0) return true;
+  fail("reading " + std::to_string(n) + " bytes from rank " + std::to_string(r) +
+       " (process_vm_readv) failed: " + std::strerror(e));
+  return false;
+}
+
+bool BoardRun::reduceFromAll(char* dst, uint64_t off, uint64_t elems) {
+  const int n = b_->nranks(), me = b_->rank();
+  const uint64_t ts = red_.typeSize(), blk = kBlockBytes / ts;
+  const uint8_t post = kPostOp;
+  Bounce& bb = bounce();
+  if (bb.a.size() < kBlockBytes) {
+    bb.a.resize(kBlockBytes);
+    bb.b.resize(kBlockBytes);
+    bb.acc.resize(kBlockBytes);
+  }
+  for (uint64_t e = 0; e < elems; e += blk) {
+    const uint64_t k = std::min(blk, elems - e), at = off + e * ts;
+    // Rank p's elements of this block: in place where we can see them, else pulled.
+    auto src = [&](int p, char* into) -> const char* {
+      if (p == me) return static_cast<const char*>(op_.sendbuff) + at;
+      const uint64_t remote = b_->slot(p).sendAddr + at;
+      if (b_->local(p)) return reinterpret_cast<const char*>(uintptr_t(remote));
+      return readFrom(p, into, remote, k * ts) ? into : nullptr;
+    };
+    char* out = dst + e * ts;
+    const char* s0 = src(0, bb.a.data());
+    const char* s1 = s0 ? src(1, bb.b.data()) : nullptr;
+    if (!s1) return false;
+    if (n == 2) {
+      red_.reduce(out, s1, s0, k, post);
+      continue;
+    }
+    red_.reduce(bb.acc.data(), s1, s0, k, 0);
+    for (int p = 2; p < n; ++p) {
+      const char* sp = src(p, bb.b.data());
+      if (!sp) return false;
+      red_.reduce(p == n - 1 ? out : bb.acc.data(), sp, bb.acc.data(), k, p == n - 1 ? post : 0);
+    }
+  }
+  return true;
+}
+
+void BoardRun::inlineResult() {
+  const int n = b_->nranks(), me = b_->rank();
+  const uint64_t ts = red_.typeSize(), S = uint64_t(op_.count) * ts;
+  auto d = [&](int p) -> const char* { return b_->inlineData(p, target_); };
+  char* recv = static_cast<char*>(op_.recvbuff);
+  auto reduceAll = [&](uint64_t off) {
+    red_.reduce(recv, d(1) + off, d(0) + off, op_.count, n == 2 ? kPostOp : 0);
+    for (int p = 2; p < n; ++p)
+      red_.reduce(recv, d(p) + off, recv, op_.count, p == n - 1 ? kPostOp : 0);
+  };
+  switch (op_.coll) {
+    case Coll::kAllReduce: reduceAll(0); break;
+    case Coll::kReduce: if (me == op_.root) reduceAll(0); break;
+    case Coll::kReduceScatter: reduceAll(uint64_t(me) * S); break;
+    case Coll::kBroadcast:
+      if (recv != d(op_.root)) std::memcpy(recv, d(op_.root), S);
+      break;
+    case Coll::kScatter: std::memcpy(recv, d(op_.root) + uint64_t(me) * S, S); break;
+    case Coll::kGather:
+      if (me != op_.root) break;
+      [[fallthrough]];
+    case Coll::kAllGather:
+      for (int p = 0; p < n; ++p) std::memcpy(recv + uint64_t(p) * S, d(p), S);
+      break;
+    case Coll::kAllToAll:
+      for (int p = 0; p < n; ++p) std::memcpy(recv + uint64_t(p) * S, d(p) + uint64_t(me) * S, S);
+      break;
+    default: fail("internal error: no board path for this collective"); return;
+  }
+  state_ = RunState::kDone;
+}
+
+void BoardRun::runStage() {
+  const int n = b_->nranks(), me = b_->rank();
+  const uint64_t ts = red_.typeSize(), S = uint64_t(op_.count) * ts;
+  const char* send = static_cast<const char*>(op_.sendbuff);
+  char* recv = static_cast<char*>(op_.recvbuff);
+  if (path_ == BoardPath::kInline) {
+    if (stage_ == 1) return inlineResult();
+    // Stage 0: our part into this phase's inline area.
+    char* mine = b_->inlineData(me, b_->nextPhase());
+    const bool root = me == op_.root;
+    switch (op_.coll) {
+      case Coll::kBroadcast: if (root) std::memcpy(mine, send, S); break;
+      case Coll::kScatter: if (root) std::memcpy(mine, send, S * uint64_t(n)); break;
+      case Coll::kReduceScatter: case Coll::kAllToAll: std::memcpy(mine, send, S * uint64_t(n)); break;
+      default: std::memcpy(mine, send, S); break;
+    }
+    return publishAndWait();
+  }
+  // Single copy.
+  Board::Slot& my = b_->slot(me);
+  auto peerSend = [&](int p) { return b_->slot(p).sendAddr; };
+  switch (stage_) {
+    case 0:
+      my.sendAddr = uint64_t(reinterpret_cast<uintptr_t>(send));
+      my.recvAddr = uint64_t(reinterpret_cast<uintptr_t>(recv));
+      return publishAndWait();
+    case 1:
+      switch (op_.coll) {
+        case Coll::kAllReduce: {
+          const uint64_t lo = op_.count * uint64_t(me) / uint64_t(n);
+          const uint64_t hi = op_.count * uint64_t(me + 1) / uint64_t(n);
+          if (!reduceFromAll(recv + lo * ts, lo * ts, hi - lo)) return;
+          break;
+        }
+        case Coll::kReduce:
+          if (me == op_.root && !reduceFromAll(recv, 0, op_.count)) return;
+          break;
+        case Coll::kReduceScatter:
+          if (!reduceFromAll(recv, uint64_t(me) * S, op_.count)) return;
+          break;
+        case Coll::kBroadcast:
+          if (me != op_.root) {
+            if (!readFrom(op_.root, recv, peerSend(op_.root), S)) return;
+          } else if (recv != send) {
+            std::memcpy(recv, send, S);
+          }
+          break;
+        case Coll::kScatter:
+          if (me != op_.root) {
+            if (!readFrom(op_.root, recv, peerSend(op_.root) + uint64_t(me) * S, S)) return;
+          } else if (recv != send + uint64_t(me) * S) {
+            std::memcpy(recv, send + uint64_t(me) * S, S);
+          }
+          break;
+        case Coll::kGather:
+          if (me != op_.root) break;
+          [[fallthrough]];
+        case Coll::kAllGather:
+          for (int p = 0; p < n; ++p) {
+            char* dst = recv + uint64_t(p) * S;
+            if (p == me) {
+              if (dst != send) std::memcpy(dst, send, S);
+            } else if (!readFrom(p, dst, peerSend(p), S)) {
+              return;
+            }
+          }
+          break;
+        case Coll::kAllToAll: {
+          // In place, peers still read our buffer: results wait in a scratch buffer
+          // until everyone is done.
+          stagedResult_ = send < recv + S * uint64_t(n) && recv < send + S * uint64_t(n);
+          char* out = recv;
+          if (stagedResult_) {
+            if (staged_.size() < S * uint64_t(n)) staged_.resize(S * uint64_t(n));
+            out = staged_.data();
+          }
+          for (int p = 0; p < n; ++p) {
+            char* dst = out + uint64_t(p) * S;
+            if (p == me) {
+              if (dst != send + uint64_t(me) * S) std::memcpy(dst, send + uint64_t(me) * S, S);
+            } else if (!readFrom(p, dst, peerSend(p) + uint64_t(me) * S, S)) {
+              return;
+            }
+          }
+          break;
+        }
+        default: return fail("internal error: no board path for this collective");
+      }
+      return publishAndWait();
+    case 2:
+      if (op_.coll == Coll::kAllReduce) {
+        // Every chunk is final at its owner: copy the others' chunks.
+        for (int p = 0; p < n; ++p) {
+          if (p == me) continue;
+          const uint64_t lo = op_.count * uint64_t(p) / uint64_t(n);
+          const uint64_t hi = op_.count * uint64_t(p + 1) / uint64_t(n);
+          if (!readFrom(p, recv + lo * ts, b_->slot(p).recvAddr + lo * ts, (hi - lo) * ts)) return;
+        }
+        return publishAndWait();
+      }
+      if (stagedResult_) {
+        for (int p = 0; p < n; ++p)
+          if (p != me) std::memcpy(recv + uint64_t(p) * S, staged_.data() + uint64_t(p) * S, S);
+        std::vector<char>().swap(staged_);  // rare (in-place all-to-all): do not keep it
+      }
+      state_ = RunState::kDone;
+      return;
+    default:  // after the all-reduce's last phase
+      state_ = RunState::kDone;
+      return;
+  }
+}
+
+}  // namespace braid

@@ -1,0 +1,70 @@
+// BoardRun: one collective executed on the communicator's flag board (src/exec/board.h)
+// instead of through a Plan and the FIFOs. Two paths, chosen per call by size alike on
+// every rank (chooseBoardPath):
+//   inline  each rank's part fits the board's inline area: one phase (write, publish,
+//           wait for all, compute the result from every rank's inline data);
+//   copy    single copy: ranks publish their buffer addresses and read each other's
+//           buffers directly (memcpy in one process, process_vm_readv between
+//           processes), with one more phase so no rank returns while its buffers are
+//           being read. All-reduce is two-shot: rank r reduces chunk r of every rank's
+//           input (in rank order, so every rank gets the same bits), then every rank
+//           copies the other chunks from their owners.
+// Like PlanRun, progress() never blocks: the batch's progress loop waits, checks peers,
+// times out and aborts for it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/core/op.h"
+#include "src/exec/engine.h"
+#include "src/reduce/reducer.h"
+
+namespace braid {
+
+class Board;
+struct Comm;
+
+enum class BoardPath : uint8_t { kNone, kInline, kCopy };
+
+/// The board path for `op` (the same answer on every rank making the same call), or
+/// kNone: the op goes through a Plan.
+BoardPath chooseBoardPath(const Comm* comm, const OpRecord& op);
+const char* boardPathName(BoardPath p);
+
+class BoardRun {
+ public:
+  void start(Comm* comm, const OpRecord& op, BoardPath path);
+  bool progress();
+  RunState state() const { return state_; }
+  const std::string& error() const { return error_; }
+  /// The rank a wait is on (-1 if none).
+  int waitingOn() const { return waiting_ ? lagging_ : -1; }
+  std::string describeWait() const;
+
+ private:
+  /// Does the work after the current wait; publishes the next phase or finishes.
+  void runStage();
+  void publishAndWait();
+  void fail(const std::string& why);
+  /// Result of reducing `elems` elements at byte offset `off` of every rank's send
+  /// buffer (rank order), into dst.
+  bool reduceFromAll(char* dst, uint64_t off, uint64_t elems);
+  bool readFrom(int r, void* dst, uint64_t remote, uint64_t n);
+  void inlineResult();
+
+  Board* b_ = nullptr;
+  OpRecord op_;
+  Reducer red_;
+  BoardPath path_ = BoardPath::kNone;
+  int stage_ = 0;
+  bool waiting_ = false;
+  uint64_t target_ = 0;  ///< the phase waited for
+  int lagging_ = -1;
+  bool stagedResult_ = false;  ///< all-to-all in place: results wait in staged_
+  std::vector<char> staged_;
+  RunState state_ = RunState::kDone;
+  std::string error_;
+};
+
+}  // namespace braid
