@@ -57,6 +57,10 @@ const IntParam kBoardCopyMaxBytes("BRAID_BOARD_COPY_MAX_BYTES", 4 << 20,
     "Largest message (bytes of the larger buffer) moved by single copy over the flag "
     "board (memcpy between threads, process_vm_readv between processes); 0 turns single "
     "copy off. Rank 0's value applies.");
+const IntParam kBoardCmaMaxBytes("BRAID_BOARD_CMA_MAX_BYTES", 1 << 20,
+    "As BRAID_BOARD_COPY_MAX_BYTES where ranks are processes (process_vm_readv): the "
+    "lower of the two applies; reduce to a root never takes single copy between "
+    "processes (the FIFO plans measured faster). Rank 0's value applies.");
 
 const BoolParam kShmDisable("NCCL_SHM_DISABLE", false,
     "Disable the shared-memory transport: ranks on one host use sockets.");

@@ -75,6 +75,7 @@ extern const IntParam kSmallMsgBytes;    // BRAID_SMALL_MSG_BYTES
 extern const BoolParam kBoard;           // BRAID_BOARD
 extern const IntParam kBoardInlineBytes;  // BRAID_BOARD_INLINE_BYTES
 extern const IntParam kBoardCopyMaxBytes;  // BRAID_BOARD_COPY_MAX_BYTES
+extern const IntParam kBoardCmaMaxBytes;  // BRAID_BOARD_CMA_MAX_BYTES
 // Transports
 extern const BoolParam kShmDisable;      // NCCL_SHM_DISABLE
 extern const BoolParam kP2pDisable;      // NCCL_P2P_DISABLE

@@ -79,6 +79,7 @@ struct InitRecord {
   int32_t check;          ///< BRAID_CHECK on this rank (rank 0's applies)
   int64_t boardInline;    ///< flag board inline bytes (rank 0's applies; -1: no board)
   int64_t boardCopyMax;   ///< ... and single-copy limit
+  int64_t boardCmaMax;    ///< ... between processes
   CostModel model;
 };
 
@@ -226,6 +227,7 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
                            comm->settings.forcedTransport.empty() && !comm->settings.shmDisable;
   me.boardInline = boardWanted ? std::max<int64_t>(0, param::kBoardInlineBytes.get()) : -1;
   me.boardCopyMax = std::max<int64_t>(0, param::kBoardCopyMaxBytes.get());
+  me.boardCmaMax = std::max<int64_t>(0, param::kBoardCmaMaxBytes.get());
   // A bad model file fails every rank (after the exchange, so none waits for it).
   const ncclResult_t modelResult = loadCostModel(comm, &me.model);
   me.modelError = modelResult != ncclSuccess;
@@ -314,7 +316,7 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
     oneHost = oneHost && p.machineHash == me.info.machineHash && p.hostHash == me.info.hostHash;
   if (oneHost) {
     r = Board::setup(comm, uint64_t(all[0].boardInline), uint64_t(all[0].boardCopyMax),
-                     &comm->board);
+                     uint64_t(all[0].boardCmaMax), &comm->board);
     if (r != ncclSuccess) return finish(r);
   }
   // Waiting ranks spin only while every busy thread of this machine can have a core:

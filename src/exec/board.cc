@@ -5,10 +5,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <random>
+#include <string>
 
 #include "src/config/log.h"
 #include "src/core/comm.h"
@@ -33,10 +37,53 @@ struct SetupRecord {
 
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+/// The boards mapped in this process, by segment name: ranks of one process share one
+/// mapping (one address for one slot, which is also what ThreadSanitizer needs to see
+/// the phases' release/acquire pairs).
+struct Mapping {
+  void* base;
+  size_t bytes;
+  int users;
+};
+std::mutex& mappingsMu() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, Mapping>& mappings() {
+  static auto* m = new std::map<std::string, Mapping>();  // leaked on purpose: used at exit
+  return *m;
+}
+
+/// Maps segment `name` (fd: open, or -1 to open it here), or takes this process's
+/// mapping of it. Closes fd. MAP_FAILED on failure.
+void* mapBoard(const std::string& name, int fd, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mappingsMu());
+  auto it = mappings().find(name);
+  if (it != mappings().end()) {
+    if (fd >= 0) close(fd);
+    ++it->second.users;
+    return it->second.base;
+  }
+  if (fd < 0) fd = shm_open(name.c_str(), O_RDWR, 0600);
+  if (fd < 0) return MAP_FAILED;
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base != MAP_FAILED) mappings()[name] = Mapping{base, bytes, 1};
+  return base;
+}
+
+void unmapBoard(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mappingsMu());
+  auto it = mappings().find(name);
+  if (it == mappings().end() || --it->second.users > 0) return;
+  munmap(it->second.base, it->second.bytes);
+  mappings().erase(it);
+}
+
 }  // namespace
 
 ncclResult_t Board::setup(Comm* comm, uint64_t inlineBytes, uint64_t copyMaxBytes,
-                          std::unique_ptr<Board>* out) {
+                          uint64_t cmaMaxBytes, std::unique_ptr<Board>* out) {
   out->reset();
   const int n = comm->nranks, me = comm->rank;
   std::unique_ptr<Board> b(new Board());
@@ -84,12 +131,7 @@ ncclResult_t Board::setup(Comm* comm, uint64_t inlineBytes, uint64_t copyMaxByte
   char name[sizeof mine.name];
   std::memcpy(name, recs[0].name, sizeof name);
   name[sizeof name - 1] = '\0';
-  if (me != 0) fd = shm_open(name, O_RDWR, 0600);
-  void* base = MAP_FAILED;
-  if (fd >= 0) {
-    base = mmap(nullptr, b->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-  }
+  void* base = mapBoard(name, fd, b->bytes_);
   // Which peers share our address space, and whether we can read the others'.
   b->pids_.assign(size_t(n), 0);
   b->starts_.assign(size_t(n), 0);
@@ -97,6 +139,8 @@ ncclResult_t Board::setup(Comm* comm, uint64_t inlineBytes, uint64_t copyMaxByte
   for (int p = 0; p < n; ++p) {
     const SetupRecord& o = recs[size_t(p)];
     if (o.processHash == mine.processHash) continue;
+    b->allLocal_ = false;
+    b->copyMaxBytes_ = std::min(copyMaxBytes, cmaMaxBytes);
     b->pids_[size_t(p)] = pid_t(o.pid);
     b->starts_[size_t(p)] = o.startTime;
     uint64_t word = 0;
@@ -114,13 +158,14 @@ ncclResult_t Board::setup(Comm* comm, uint64_t inlineBytes, uint64_t copyMaxByte
     allCma = allCma && o.cma;
   }
   if (r != ncclSuccess || !allMapped) {
-    if (base != MAP_FAILED) munmap(base, b->bytes_);
+    if (base != MAP_FAILED) unmapBoard(name);
     if (r == ncclSuccess)
       BRAID_INFO(kLogShm, "%s: a rank could not map the flag board; collectives use the FIFOs",
                  comm->who().c_str());
     return r;
   }
   b->base_ = static_cast<char*>(base);
+  b->name_ = name;
   b->singleCopy_ = allCma;
   BRAID_INFO(kLogShm, "%s: flag board %s (%zu B; inline %llu B per rank, single copy %s)",
              comm->who().c_str(), name, b->bytes_,
@@ -131,7 +176,7 @@ ncclResult_t Board::setup(Comm* comm, uint64_t inlineBytes, uint64_t copyMaxByte
 }
 
 Board::~Board() {
-  if (base_) munmap(base_, bytes_);
+  if (base_) unmapBoard(name_);
 }
 
 bool Board::allReached(uint64_t phase, int* lagging, int* failedRank) const {

@@ -44,8 +44,9 @@ class Board {
   /// layout are set). Makes the board when rank 0 asks for one (BRAID_BOARD; its
   /// inline and copy sizes apply), every rank is on one host, and every rank could
   /// map the segment; *out stays null otherwise (or on error).
+  /// cmaMaxBytes: the single-copy limit where some ranks are other processes.
   static ncclResult_t setup(Comm* comm, uint64_t inlineBytes, uint64_t copyMaxBytes,
-                            std::unique_ptr<Board>* out);
+                            uint64_t cmaMaxBytes, std::unique_ptr<Board>* out);
   ~Board();
   Board(const Board&) = delete;
   Board& operator=(const Board&) = delete;
@@ -56,6 +57,8 @@ class Board {
   uint64_t inlineBytes() const { return inlineBytes_; }
   /// Largest message (bytes of the larger buffer) moved by single copy; 0: none.
   uint64_t copyMaxBytes() const { return singleCopy_ ? copyMaxBytes_ : 0; }
+  /// Every rank lives in this process (single copy is memcpy).
+  bool allLocal() const { return allLocal_; }
 
   Slot& slot(int r) const { return *reinterpret_cast<Slot*>(base_ + slotOffset(r)); }
   /// Rank r's inline area for phase `phase` (parity).
@@ -87,11 +90,13 @@ class Board {
   size_t slotOffset(int r) const { return size_t(r) * slotBytes_; }
 
   char* base_ = nullptr;
+  std::string name_;  ///< the segment's name (ranks of one process share its mapping)
   size_t bytes_ = 0;
   size_t slotBytes_ = 0;
   int nranks_ = 0, rank_ = 0;
   uint64_t inlineBytes_ = 0, copyMaxBytes_ = 0;
   bool singleCopy_ = false;
+  bool allLocal_ = true;
   uint64_t phase_ = 0;
   std::vector<pid_t> pids_;         ///< 0 for ranks in this process
   std::vector<uint64_t> starts_;    ///< process start times, for liveness checks

@@ -50,6 +50,8 @@ BoardPath chooseBoardPath(const Comm* comm, const OpRecord& op) {
   if (reduces(op.coll) && int(op.op) >= int(ncclNumOps)) return BoardPath::kNone;
   const uint64_t bytes = uint64_t(op.count) * dataTypeSize(op.type);
   if (partBytes(op.coll, bytes, b->nranks()) <= b->inlineBytes()) return BoardPath::kInline;
+  // Reduce reads every input at the root: between processes the pipelined plans win.
+  if (op.coll == Coll::kReduce && !b->allLocal()) return BoardPath::kNone;
   if (bufferBytes(op.coll, bytes, b->nranks()) <= b->copyMaxBytes()) return BoardPath::kCopy;
   return BoardPath::kNone;
 }

@@ -61,6 +61,7 @@ TEST_P(KilledRank, SurvivorsFailFastNamingARank) {
   const bool cma = mode == "shm_cma";
   ScopedEnv env({{"BRAID_TRANSPORT", cma ? "shm" : mode == "board" ? "auto" : mode},
                  {"BRAID_BOARD_COPY_MAX_BYTES", "16777216"},
+                 {"BRAID_BOARD_CMA_MAX_BYTES", "16777216"},
                  {"BRAID_SHM_CMA", cma ? "1" : "0"},
                  {"BRAID_CMA_MIN_BYTES", "4096"},
                  {"BRAID_TIMEOUT_MS", "20000"},
