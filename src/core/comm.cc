@@ -100,22 +100,32 @@ uint64_t Comm::issue() {
 }
 
 bool Comm::waitTurn(uint64_t ticket, bool evenIfRevoked, const std::atomic<bool>* alsoAbort) {
+  // Our turn already (the usual case: one thread, no queued work): no lock.
+  if (servingNow_.load(std::memory_order_acquire) >= ticket) return true;
   std::unique_lock<std::mutex> lock(turnMu_);
+  ++turnWaiters_;
   while (serving_ < ticket) {
-    if (abortFlag.load() || (revoked.load() && !evenIfRevoked)) return false;
-    if (alsoAbort && alsoAbort->load()) return false;
+    if (abortFlag.load() || (revoked.load() && !evenIfRevoked) ||
+        (alsoAbort && alsoAbort->load())) {
+      --turnWaiters_;
+      return false;
+    }
     // Short waits: abort and revoke set their flags without notifying us.
     turnCv_.wait_for(lock, std::chrono::milliseconds(5));
   }
+  --turnWaiters_;
   return true;
 }
 
 void Comm::endTurn(uint64_t ticket) {
+  bool waiters = false;
   {
     std::lock_guard<std::mutex> lock(turnMu_);
     if (serving_ < ticket + 1) serving_ = ticket + 1;
+    servingNow_.store(serving_, std::memory_order_release);
+    waiters = turnWaiters_ > 0;
   }
-  turnCv_.notify_all();
+  if (waiters) turnCv_.notify_all();
 }
 
 void Comm::retire(Comm* c) {

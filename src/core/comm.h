@@ -215,6 +215,8 @@ struct Comm : public ConnTable {
   std::mutex turnMu_;
   std::condition_variable turnCv_;
   uint64_t serving_ = 0;  ///< under turnMu_
+  std::atomic<uint64_t> servingNow_{0};  ///< serving_, readable without the lock
+  int turnWaiters_ = 0;   ///< threads in waitTurn (under turnMu_): endTurn notifies them
 };
 
 /// Serialises ticket assignment across communicators (see Comm::takeTicket).

@@ -119,6 +119,9 @@ ncclResult_t enqueueOp(const OpRecord& op) {
     return ncclSuccess;
   }
   if (HostStream::lookup(op.stream) == nullptr) {
+    // Small and medium collectives of one-host comms: the flag board, without a batch.
+    ncclResult_t boardResult = ncclSuccess;
+    if (runOnBoardDirectly(op, &boardResult)) return boardResult;
     // The common case, one blocking op: this thread's batch, reused (no allocation).
     thread_local Batch batch;
     struct Clear {

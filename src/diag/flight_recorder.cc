@@ -157,7 +157,11 @@ void FlightRecorder::setIdentity(const FrIdentity& id) {
   id_ = id;
 }
 
-void FlightRecorder::queued(OpRecord* op) {
+void FlightRecorder::queued(OpRecord* op) { record(op, nullptr); }
+
+void FlightRecorder::queuedStarted(OpRecord* op, const char* algorithm) { record(op, algorithm); }
+
+void FlightRecorder::record(OpRecord* op, const char* startedWith) {
   const int64_t now = frNowUs();
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t seq = next_++;
@@ -179,6 +183,11 @@ void FlightRecorder::queued(OpRecord* op) {
   e.startedUs = e.endedUs = 0;
   e.algo[0] = '\0';
   e.detail[0] = '\0';
+  if (startedWith) {
+    e.state = FrState::kStarted;
+    e.startedUs = now;
+    copyText(e.algo, sizeof(e.algo), startedWith);
+  }
   op->frSeq = seq;
 }
 

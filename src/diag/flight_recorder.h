@@ -74,6 +74,9 @@ class FlightRecorder {
 
   /// Records an issued op (op->collSeq already set by the issuer): sets op->frSeq.
   void queued(OpRecord* op);
+  /// queued() and started() at once (one lock, one clock read), for an op that runs as
+  /// soon as it is issued.
+  void queuedStarted(OpRecord* op, const char* algorithm);
   void started(uint64_t seq, const char* algorithm, bool launched = false);
   void finished(uint64_t seq, bool ok, const char* detail = nullptr);
   /// While an op stalls: the rank it waits on and what for.
@@ -95,6 +98,8 @@ class FlightRecorder {
   std::string defaultPath() const;
 
  private:
+  /// queued(), and started() too when startedWith is not null.
+  void record(OpRecord* op, const char* startedWith);
   FrEntry* find(uint64_t seq);  ///< under mu_; null if overwritten
   std::string summaryLocked(int64_t nowUs) const;
 

@@ -22,29 +22,12 @@
 #include "src/exec/connect.h"
 #include "src/exec/engine.h"
 #include "src/exec/progress_assist.h"
+#include "src/exec/stall.h"
 #include "src/reduce/reducer.h"
 #include "src/rma/rma.h"
 
 namespace braid {
 namespace {
-
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-int64_t nowUs() {
-  using namespace std::chrono;
-  return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
-}
-
-int64_t nowMs() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
-}
 
 struct Task {
   OpRecord op;
@@ -167,7 +150,7 @@ ncclResult_t makeTask(Comm* comm, const OpRecord& op, Task* t, bool allowBoard =
       logBoardChoice(planArgsFor(comm, op), t->boardPath == BoardPath::kInline ? "inline" : "copy");
     t->op = op;
     t->plan.reset();
-    t->board.start(comm, op, t->boardPath);
+    t->board.start(comm, t->op, t->boardPath);
     return ncclSuccess;
   }
   const PlanArgs args = planArgsFor(comm, op);
@@ -269,9 +252,8 @@ void checkStalled(Scratch& sc, CommWork& w, bool timedOut, int64_t stalledMs) {
 
 ncclResult_t runAll(Scratch& sc) {
   std::vector<CommWork>& works = sc.works;
-  const CommSettings& s = works.front().comm->settings;
-  int64_t stallStart = 0, lastCheck = 0, spinStartUs = 0;
-  uint64_t idle = 0, loops = 0, yields = 0;
+  Stall stall(works.front().comm->settings);
+  uint64_t loops = 0;
   const ProgressAssist::Scope assist;  // drive the net proxy's connections while waiting
   for (;;) {
     bool allDone = true, moved = false;
@@ -293,42 +275,15 @@ ncclResult_t runAll(Scratch& sc) {
         }
     }
     if (moved) {
-      idle = 0;
-      stallStart = 0;
+      stall.moved();
       continue;
     }
     if (assist.help()) continue;  // the network moved: look at the FIFOs again
-    // Spin (time-based: a waiting peer is usually microseconds away), then yield,
-    // then nap.
-    if (++idle == 1) {
-      spinStartUs = nowUs();
-      yields = 0;
-    }
-    if (s.spinUs > 0 && yields == 0) {
-      if ((idle & 255) != 0 || nowUs() - spinStartUs < s.spinUs) {
-        cpuRelax();
-        continue;
-      }
-    }
-    if (++yields < 1000) sched_yield();
-    else {
-      struct timespec ts = {0, 20000};  // long stalls: 20 us naps
-      nanosleep(&ts, nullptr);
-    }
-    if ((idle & 15) != 0) continue;
-    int64_t now = nowMs();
-    if (stallStart == 0) {
-      stallStart = now;
-      lastCheck = now;
-      continue;
-    }
-    int64_t stalled = now - stallStart;
-    bool timedOut = s.timeoutMs > 0 && stalled >= s.timeoutMs;
-    if (timedOut || now - lastCheck >= s.peerCheckMs) {
-      lastCheck = now;
+    bool timedOut = false;
+    int64_t stalled = 0;
+    if (stall.idle(&timedOut, &stalled))
       for (CommWork& w : works)
         if (!w.done) checkStalled(sc, w, timedOut, stalled);
-    }
   }
   ncclResult_t first = ncclSuccess;
   for (CommWork& w : works)

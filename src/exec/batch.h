@@ -39,6 +39,11 @@ void issueBatch(Batch* batch);
 /// (ncclCommGetAsyncError, ncclGetLastError).
 ncclResult_t executeBatch(const Batch& batch);
 
+/// One blocking collective outside a group that runs on the flag board, issued and run
+/// without a batch (src/exec/board_fast.cc): the common small-message call. Returns
+/// false, having done nothing, when `op` does not qualify; else *result is the outcome.
+bool runOnBoardDirectly(const OpRecord& op, ncclResult_t* result);
+
 /// Plan and connections for `ops` without running them: the cost estimate of
 /// ncclGroupSimulateEnd, in microseconds.
 float estimateBatchUs(const std::vector<OpRecord>& ops);

@@ -12,8 +12,12 @@
 // every pair may read each other).
 //
 // Why the parity areas need no acknowledgement: a rank publishes phase t only after
-// seeing every rank at t-1, and a rank reaches t-1 only after it finished reading
-// what was published at t-2, which is what phase t overwrites.
+// seeing every rank at t-1 (every collective starts by checking that the previous
+// phase is everywhere), and a rank reaches t-1 only after it finished reading what was
+// published at t-2, which is what phase t overwrites. So rooted collectives need not
+// wait for everyone: a broadcast's root publishes its data and returns, the others
+// read it once the root's phase is there and then publish theirs; a reduce's non-roots
+// publish their parts and return.
 #pragma once
 #include <sys/types.h>
 
@@ -65,7 +69,8 @@ class Board {
   char* inlineData(int r, uint64_t phase) const {
     return base_ + slotOffset(r) + 64 + (phase & 1) * inlineBytes_;
   }
-  /// The next phase this rank will publish.
+  /// The last phase this rank published, and the next one.
+  uint64_t phase() const { return phase_; }
   uint64_t nextPhase() const { return phase_ + 1; }
   /// Publishes the next phase (after the inline data and addresses were written).
   uint64_t publish() {
@@ -75,6 +80,13 @@ class Board {
   /// Whether every rank has published `phase`; otherwise *lagging is one that has not.
   /// A rank that failed: returns false with *failedRank set.
   bool allReached(uint64_t phase, int* lagging, int* failedRank) const;
+  /// Whether rank r has published `phase` (*failedRank = r if it failed instead).
+  bool reached(int r, uint64_t phase, int* failedRank) const {
+    const Slot& s = slot(r);
+    if (s.phase.load(std::memory_order_acquire) >= phase) return true;
+    if (s.failed.load(std::memory_order_relaxed) != 0) *failedRank = r;
+    return false;
+  }
   /// Tells the other ranks this one failed (they stop waiting for it).
   void markFailed(ncclResult_t code);
   /// Whether rank r still runs (same-machine pid check); *why says otherwise.

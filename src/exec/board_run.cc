@@ -66,12 +66,15 @@ const char* boardPathName(BoardPath p) {
 
 void BoardRun::start(Comm* comm, const OpRecord& op, BoardPath path) {
   b_ = comm->board.get();
-  op_ = op;
+  op_ = &op;
   red_ = Reducer(op.type, reduces(op.coll) ? op.op : ncclSum, comm->nranks);
   path_ = path;
   stage_ = 0;
-  waiting_ = false;
-  target_ = 0;
+  // First, everyone has finished the previous phase (rooted collectives return without
+  // waiting for all): only then may this one overwrite what that phase's parity held.
+  waiting_ = b_->phase() > 0;
+  target_ = b_->phase();
+  waitRank_ = -1;
   lagging_ = -1;
   stagedResult_ = false;
   state_ = RunState::kRunning;
@@ -88,8 +91,9 @@ bool BoardRun::progress() {
   bool moved = false;
   while (state_ == RunState::kRunning) {
     if (waiting_) {
-      int lag = -1, failed = -1;
-      if (!b_->allReached(target_, &lag, &failed)) {
+      int lag = waitRank_, failed = -1;
+      if (waitRank_ >= 0 ? !b_->reached(waitRank_, target_, &failed)
+                         : !b_->allReached(target_, &lag, &failed)) {
         lagging_ = lag;
         if (failed >= 0)
           fail("rank " + std::to_string(failed) + " failed while this collective ran on the "
@@ -106,13 +110,14 @@ bool BoardRun::progress() {
 
 void BoardRun::publishAndWait() {
   target_ = b_->publish();
+  waitRank_ = -1;
   waiting_ = true;
   ++stage_;
 }
 
 std::string BoardRun::describeWait() const {
   return "wait for rank " + std::to_string(lagging_) + " on the flag board (" +
-         boardPathName(path_) + " " + collName(op_.coll) + ", phase " + std::to_string(target_) +
+         boardPathName(path_) + " " + collName(op_->coll) + ", phase " + std::to_string(target_) +
          ")";
 }
 
@@ -139,7 +144,7 @@ bool BoardRun::reduceFromAll(char* dst, uint64_t off, uint64_t elems) {
     const uint64_t k = std::min(blk, elems - e), at = off + e * ts;
     // Rank p's elements of this block: in place where we can see them, else pulled.
     auto src = [&](int p, char* into) -> const char* {
-      if (p == me) return static_cast<const char*>(op_.sendbuff) + at;
+      if (p == me) return static_cast<const char*>(op_->sendbuff) + at;
       const uint64_t remote = b_->slot(p).sendAddr + at;
       if (b_->local(p)) return reinterpret_cast<const char*>(uintptr_t(remote));
       return readFrom(p, into, remote, k * ts) ? into : nullptr;
@@ -164,24 +169,24 @@ bool BoardRun::reduceFromAll(char* dst, uint64_t off, uint64_t elems) {
 
 void BoardRun::inlineResult() {
   const int n = b_->nranks(), me = b_->rank();
-  const uint64_t ts = red_.typeSize(), S = uint64_t(op_.count) * ts;
+  const uint64_t ts = red_.typeSize(), S = uint64_t(op_->count) * ts;
   auto d = [&](int p) -> const char* { return b_->inlineData(p, target_); };
-  char* recv = static_cast<char*>(op_.recvbuff);
+  char* recv = static_cast<char*>(op_->recvbuff);
   auto reduceAll = [&](uint64_t off) {
-    red_.reduce(recv, d(1) + off, d(0) + off, op_.count, n == 2 ? kPostOp : 0);
+    red_.reduce(recv, d(1) + off, d(0) + off, op_->count, n == 2 ? kPostOp : 0);
     for (int p = 2; p < n; ++p)
-      red_.reduce(recv, d(p) + off, recv, op_.count, p == n - 1 ? kPostOp : 0);
+      red_.reduce(recv, d(p) + off, recv, op_->count, p == n - 1 ? kPostOp : 0);
   };
-  switch (op_.coll) {
+  switch (op_->coll) {
     case Coll::kAllReduce: reduceAll(0); break;
-    case Coll::kReduce: if (me == op_.root) reduceAll(0); break;
+    case Coll::kReduce: if (me == op_->root) reduceAll(0); break;
     case Coll::kReduceScatter: reduceAll(uint64_t(me) * S); break;
     case Coll::kBroadcast:
-      if (recv != d(op_.root)) std::memcpy(recv, d(op_.root), S);
+      if (recv != d(op_->root)) std::memcpy(recv, d(op_->root), S);
       break;
-    case Coll::kScatter: std::memcpy(recv, d(op_.root) + uint64_t(me) * S, S); break;
+    case Coll::kScatter: std::memcpy(recv, d(op_->root) + uint64_t(me) * S, S); break;
     case Coll::kGather:
-      if (me != op_.root) break;
+      if (me != op_->root) break;
       [[fallthrough]];
     case Coll::kAllGather:
       for (int p = 0; p < n; ++p) std::memcpy(recv + uint64_t(p) * S, d(p), S);
@@ -196,19 +201,37 @@ void BoardRun::inlineResult() {
 
 void BoardRun::runStage() {
   const int n = b_->nranks(), me = b_->rank();
-  const uint64_t ts = red_.typeSize(), S = uint64_t(op_.count) * ts;
-  const char* send = static_cast<const char*>(op_.sendbuff);
-  char* recv = static_cast<char*>(op_.recvbuff);
+  const uint64_t ts = red_.typeSize(), S = uint64_t(op_->count) * ts;
+  const char* send = static_cast<const char*>(op_->sendbuff);
+  char* recv = static_cast<char*>(op_->recvbuff);
   if (path_ == BoardPath::kInline) {
-    if (stage_ == 1) return inlineResult();
-    // Stage 0: our part into this phase's inline area.
+    const bool root = me == op_->root;
+    // Only the root contributes / only the root needs the result.
+    const bool fromRoot = op_->coll == Coll::kBroadcast || op_->coll == Coll::kScatter;
+    const bool toRoot = op_->coll == Coll::kReduce || op_->coll == Coll::kGather;
+    if (stage_ == 1) {
+      inlineResult();
+      if (fromRoot && !root && state_ == RunState::kDone) b_->publish();  // done reading
+      return;
+    }
+    if (fromRoot && !root) {  // wait for the root's part only, read it, then publish
+      target_ = b_->nextPhase();
+      waitRank_ = op_->root;
+      waiting_ = true;
+      stage_ = 1;
+      return;
+    }
+    // Our part into this phase's inline area.
     char* mine = b_->inlineData(me, b_->nextPhase());
-    const bool root = me == op_.root;
-    switch (op_.coll) {
-      case Coll::kBroadcast: if (root) std::memcpy(mine, send, S); break;
-      case Coll::kScatter: if (root) std::memcpy(mine, send, S * uint64_t(n)); break;
+    switch (op_->coll) {
+      case Coll::kBroadcast: std::memcpy(mine, send, S); break;
+      case Coll::kScatter: std::memcpy(mine, send, S * uint64_t(n)); break;
       case Coll::kReduceScatter: case Coll::kAllToAll: std::memcpy(mine, send, S * uint64_t(n)); break;
       default: std::memcpy(mine, send, S); break;
+    }
+    if ((fromRoot && root) || (toRoot && !root)) {  // nothing to wait for
+      target_ = b_->publish();
+      return inlineResult();
     }
     return publishAndWait();
   }
@@ -221,35 +244,35 @@ void BoardRun::runStage() {
       my.recvAddr = uint64_t(reinterpret_cast<uintptr_t>(recv));
       return publishAndWait();
     case 1:
-      switch (op_.coll) {
+      switch (op_->coll) {
         case Coll::kAllReduce: {
-          const uint64_t lo = op_.count * uint64_t(me) / uint64_t(n);
-          const uint64_t hi = op_.count * uint64_t(me + 1) / uint64_t(n);
+          const uint64_t lo = op_->count * uint64_t(me) / uint64_t(n);
+          const uint64_t hi = op_->count * uint64_t(me + 1) / uint64_t(n);
           if (!reduceFromAll(recv + lo * ts, lo * ts, hi - lo)) return;
           break;
         }
         case Coll::kReduce:
-          if (me == op_.root && !reduceFromAll(recv, 0, op_.count)) return;
+          if (me == op_->root && !reduceFromAll(recv, 0, op_->count)) return;
           break;
         case Coll::kReduceScatter:
-          if (!reduceFromAll(recv, uint64_t(me) * S, op_.count)) return;
+          if (!reduceFromAll(recv, uint64_t(me) * S, op_->count)) return;
           break;
         case Coll::kBroadcast:
-          if (me != op_.root) {
-            if (!readFrom(op_.root, recv, peerSend(op_.root), S)) return;
+          if (me != op_->root) {
+            if (!readFrom(op_->root, recv, peerSend(op_->root), S)) return;
           } else if (recv != send) {
             std::memcpy(recv, send, S);
           }
           break;
         case Coll::kScatter:
-          if (me != op_.root) {
-            if (!readFrom(op_.root, recv, peerSend(op_.root) + uint64_t(me) * S, S)) return;
+          if (me != op_->root) {
+            if (!readFrom(op_->root, recv, peerSend(op_->root) + uint64_t(me) * S, S)) return;
           } else if (recv != send + uint64_t(me) * S) {
             std::memcpy(recv, send + uint64_t(me) * S, S);
           }
           break;
         case Coll::kGather:
-          if (me != op_.root) break;
+          if (me != op_->root) break;
           [[fallthrough]];
         case Coll::kAllGather:
           for (int p = 0; p < n; ++p) {
@@ -284,12 +307,12 @@ void BoardRun::runStage() {
       }
       return publishAndWait();
     case 2:
-      if (op_.coll == Coll::kAllReduce) {
+      if (op_->coll == Coll::kAllReduce) {
         // Every chunk is final at its owner: copy the others' chunks.
         for (int p = 0; p < n; ++p) {
           if (p == me) continue;
-          const uint64_t lo = op_.count * uint64_t(p) / uint64_t(n);
-          const uint64_t hi = op_.count * uint64_t(p + 1) / uint64_t(n);
+          const uint64_t lo = op_->count * uint64_t(p) / uint64_t(n);
+          const uint64_t hi = op_->count * uint64_t(p + 1) / uint64_t(n);
           if (!readFrom(p, recv + lo * ts, b_->slot(p).recvAddr + lo * ts, (hi - lo) * ts)) return;
         }
         return publishAndWait();

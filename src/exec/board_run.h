@@ -34,6 +34,7 @@ const char* boardPathName(BoardPath p);
 
 class BoardRun {
  public:
+  /// `op` must stay valid until the run is over.
   void start(Comm* comm, const OpRecord& op, BoardPath path);
   bool progress();
   RunState state() const { return state_; }
@@ -54,12 +55,13 @@ class BoardRun {
   void inlineResult();
 
   Board* b_ = nullptr;
-  OpRecord op_;
+  const OpRecord* op_ = nullptr;  ///< the caller's record (outlives the run)
   Reducer red_;
   BoardPath path_ = BoardPath::kNone;
   int stage_ = 0;
   bool waiting_ = false;
   uint64_t target_ = 0;  ///< the phase waited for
+  int waitRank_ = -1;    ///< ... by this rank only (-1: every rank)
   int lagging_ = -1;
   bool stagedResult_ = false;  ///< all-to-all in place: results wait in staged_
   std::vector<char> staged_;

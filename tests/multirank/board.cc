@@ -213,5 +213,49 @@ TEST(BoardGroups, OneThreadManyRanksWithP2p) {
   for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
 }
 
+class BoardSequences : public ::testing::TestWithParam<Launch> {};
+
+// Rooted collectives return without waiting for everyone (a broadcast's root, a
+// reduce's other ranks): back to back with changing roots and sizes, mixed with
+// symmetric ones, no rank may overwrite inline data a slower rank still reads.
+TEST_P(BoardSequences, RootedBackToBack) {
+  ScopedEnv env({{"BRAID_TRANSPORT", "auto"}, {"BRAID_BOARD_INLINE_BYTES", "512"}});
+  run(GetParam(), 3, [&](ncclComm_t& comm, int rank, int n) {
+    for (int it = 0; it < 300; ++it) {
+      const size_t count = size_t(1 + it % 5) * 20;  // 80..400 B: inline
+      const int root = it % n;
+      std::vector<int32_t> buf(count), out(count * size_t(n), -1);
+      for (size_t i = 0; i < count; ++i) buf[i] = int32_t(rank == root ? it * 1000 + int(i) : -7);
+      MR_NCCL_OK(ncclBroadcast(buf.data(), buf.data(), count, ncclInt32, root, comm, nullptr));
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(buf[i], int32_t(it * 1000 + int(i))) << it;
+      for (size_t i = 0; i < count; ++i) buf[i] = int32_t(rank + it + int(i));
+      const int rroot = (it + 1) % n;
+      MR_NCCL_OK(ncclReduce(buf.data(), out.data(), count, ncclInt32, ncclSum, rroot, comm, nullptr));
+      if (rank == rroot) {
+        for (size_t i = 0; i < count; ++i) ASSERT_EQ(out[i], int32_t(3 + 3 * (it + int(i)))) << it;
+      }
+      MR_NCCL_OK(ncclGather(buf.data(), out.data(), count, ncclInt32, root, comm, nullptr));
+      if (rank == root) {
+        for (size_t p = 0; p < size_t(n); ++p)
+          ASSERT_EQ(out[p * count + 1], int32_t(int(p) + it + 1)) << it;
+      }
+      for (size_t i = 0; i < out.size(); ++i) out[i] = int32_t(it + int(i));
+      MR_NCCL_OK(ncclScatter(out.data(), buf.data(), count, ncclInt32, rroot, comm, nullptr));
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(buf[i], int32_t(it + int(size_t(rank) * count + i)));
+      if (it % 7 == 0) {
+        float x = float(rank + it), y = 0;
+        MR_NCCL_OK(ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, comm, nullptr));
+        ASSERT_EQ(y, float(3 + 3 * it));
+      }
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Launches, BoardSequences,
+                         ::testing::Values(Launch::kInitAll, Launch::kThreads, Launch::kProcesses),
+                         [](const ::testing::TestParamInfo<Launch>& info) {
+                           return std::string(launchName(info.param));
+                         });
+
 }  // namespace
 }  // namespace mr

@@ -1,0 +1,90 @@
+// Stall: the waiting policy of the host executor's progress loops (the batch loop and
+// the flag board's fast path). While nothing moves: spin for BRAID_SPIN_US (timed from
+// the 256th idle round: a waiting peer is usually microseconds away, and most waits end
+// before the clock is read), then yield, then nap 20 us; every 16th idle round after
+// that it looks at the clock and says when the peers waited on should be checked (every
+// BRAID_PEER_CHECK_MS) and when the stall has lasted BRAID_TIMEOUT_MS.
+#pragma once
+#include <sched.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstdint>
+
+#include "src/core/comm.h"
+
+namespace braid {
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+class Stall {
+ public:
+  explicit Stall(const CommSettings& s) : s_(s) {}
+  /// Something moved: the next idle round starts a new stall.
+  void moved() {
+    idle_ = 0;
+    stallStart_ = 0;
+  }
+  /// One idle round: waits a little. Returns true when the caller should check its
+  /// peers now; *timedOut then says whether the stall reached BRAID_TIMEOUT_MS and
+  /// *stalledMs how long it has lasted.
+  bool idle(bool* timedOut, int64_t* stalledMs) {
+    using namespace std::chrono;
+    if (++idle_ == 1) {
+      spinStartUs_ = 0;  // read the clock only if the spin lasts (most end sooner)
+      yields_ = 0;
+    }
+    if (s_.spinUs > 0 && yields_ == 0) {
+      if ((idle_ & 255) != 0) {
+        cpuRelax();
+        return false;
+      }
+      const int64_t now = nowUs();
+      if (spinStartUs_ == 0) spinStartUs_ = now;
+      if (now - spinStartUs_ < s_.spinUs) {
+        cpuRelax();
+        return false;
+      }
+    }
+    if (++yields_ < 1000) {
+      sched_yield();
+    } else {
+      struct timespec ts = {0, 20000};  // long stalls: 20 us naps
+      nanosleep(&ts, nullptr);
+    }
+    if ((idle_ & 15) != 0) return false;
+    const int64_t now = nowMs();
+    if (stallStart_ == 0) {
+      stallStart_ = now;
+      lastCheck_ = now;
+      return false;
+    }
+    *stalledMs = now - stallStart_;
+    *timedOut = s_.timeoutMs > 0 && *stalledMs >= s_.timeoutMs;
+    if (!*timedOut && now - lastCheck_ < s_.peerCheckMs) return false;
+    lastCheck_ = now;
+    return true;
+  }
+
+  static int64_t nowUs() {
+    using namespace std::chrono;
+    return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+  }
+  static int64_t nowMs() {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+  }
+
+ private:
+  const CommSettings& s_;
+  uint64_t idle_ = 0, yields_ = 0;
+  int64_t spinStartUs_ = 0, stallStart_ = 0, lastCheck_ = 0;
+};
+
+}  // namespace braid
