@@ -2,22 +2,22 @@
 //
 // One shared-memory segment per communicator (made at init, when every rank is on the
 // same host), with one slot per rank. A slot has a phase counter and a failure word in
-// one cache line, the addresses of the rank's current buffers next to them, and two
-// inline data areas (used alternately by phase parity). Collectives that run on the
-// board (src/exec/board_run.h) are sequences of phases: a rank writes what it
+// one cache line, the addresses of the rank's current buffers next to them, and
+// kInlineAreas inline data areas (phase t uses area t mod kInlineAreas). Collectives
+// that run on the board (src/exec/board_run.h) are sequences of phases: a rank writes what it
 // contributes (inline data or buffer addresses), publishes the next phase, and waits
 // until every rank has published it. Between phases it reads the others' inline data
 // or, for larger messages, their buffers directly: memcpy within one process,
 // process_vm_readv between processes (single copy; probed at init, used only where
 // every pair may read each other).
 //
-// Why the parity areas need no acknowledgement: a rank publishes phase t only after
-// seeing every rank at t-1 (every collective starts by checking that the previous
-// phase is everywhere), and a rank reaches t-1 only after it finished reading what was
-// published at t-2, which is what phase t overwrites. So rooted collectives need not
-// wait for everyone: a broadcast's root publishes its data and returns, the others
-// read it once the root's phase is there and then publish theirs; a reduce's non-roots
-// publish their parts and return.
+// Why the inline areas need no acknowledgement: with K areas, a rank publishes phase t
+// only after seeing every rank at t-(K-1) (every collective starts by checking that),
+// and a rank reaches t-(K-1) only after it finished reading what was published at
+// t-K, which is what phase t overwrites. So rooted collectives need not wait for
+// everyone: a broadcast's root publishes its data and returns, the others read it once
+// the root's phase is there and then publish theirs; a reduce's non-roots publish their
+// parts and return; a root may run up to K-1 such collectives ahead of the slowest rank.
 #pragma once
 #include <sys/types.h>
 
@@ -35,6 +35,8 @@ struct Comm;
 
 class Board {
  public:
+  /// Inline areas per rank: how many phases a rank may publish ahead of the slowest.
+  static constexpr uint64_t kInlineAreas = 8;
   /// One rank's slot header (one cache line).
   struct alignas(64) Slot {
     std::atomic<uint64_t> phase;   ///< the last phase this rank published
@@ -65,9 +67,13 @@ class Board {
   bool allLocal() const { return allLocal_; }
 
   Slot& slot(int r) const { return *reinterpret_cast<Slot*>(base_ + slotOffset(r)); }
-  /// Rank r's inline area for phase `phase` (parity).
+  /// Rank r's inline area for phase `phase`.
   char* inlineData(int r, uint64_t phase) const {
-    return base_ + slotOffset(r) + 64 + (phase & 1) * inlineBytes_;
+    return base_ + slotOffset(r) + 64 + (phase % kInlineAreas) * inlineBytes_;
+  }
+  /// The phase every rank must have reached before this rank publishes its next one.
+  uint64_t safePhase() const {
+    return phase_ + 2 > kInlineAreas ? phase_ + 2 - kInlineAreas : 0;
   }
   /// The last phase this rank published, and the next one.
   uint64_t phase() const { return phase_; }

@@ -70,10 +70,10 @@ void BoardRun::start(Comm* comm, const OpRecord& op, BoardPath path) {
   red_ = Reducer(op.type, reduces(op.coll) ? op.op : ncclSum, comm->nranks);
   path_ = path;
   stage_ = 0;
-  // First, everyone has finished the previous phase (rooted collectives return without
-  // waiting for all): only then may this one overwrite what that phase's parity held.
-  waiting_ = b_->phase() > 0;
-  target_ = b_->phase();
+  // First, everyone is far enough (rooted collectives return without waiting for all)
+  // that this run's phases overwrite no inline area someone still reads.
+  target_ = b_->safePhase();
+  waiting_ = target_ > 0;
   waitRank_ = -1;
   lagging_ = -1;
   stagedResult_ = false;

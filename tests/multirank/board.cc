@@ -251,6 +251,22 @@ TEST_P(BoardSequences, RootedBackToBack) {
   });
 }
 
+// A root broadcasting while the others fall behind (they nap now and then): the root
+// runs ahead by up to seven broadcasts, never over data a slow rank has not read.
+TEST_P(BoardSequences, RootRunsAheadOfSlowRanks) {
+  ScopedEnv env({{"BRAID_TRANSPORT", "auto"}});
+  run(GetParam(), 3, [&](ncclComm_t& comm, int rank, int) {
+    for (int it = 0; it < 400; ++it) {
+      if (rank != 0 && it % 16 == rank) usleep(2000);
+      int64_t v[4] = {rank == 0 ? it : -1, rank == 0 ? 3 * it : -1, 7, rank == 0 ? -it : -1};
+      MR_NCCL_OK(ncclBroadcast(v, v, 4, ncclInt64, 0, comm, nullptr));
+      ASSERT_EQ(v[0], it) << "rank " << rank;
+      ASSERT_EQ(v[1], 3 * it) << "rank " << rank;
+      ASSERT_EQ(v[3], -it) << "rank " << rank;
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Launches, BoardSequences,
                          ::testing::Values(Launch::kInitAll, Launch::kThreads, Launch::kProcesses),
                          [](const ::testing::TestParamInfo<Launch>& info) {
