@@ -103,6 +103,10 @@ log=$bld/report/run.log
 : >"$log"
 echo "run-compare: sizes $min..$max, reps $reps, ranks '$ranks', libs '$libs'" | tee -a "$log"
 echo "run-compare: mpirun $mpi_args" | tee -a "$log"
+# Braid settings from the environment (e.g. BRAID_BOARD=0 for a run without the flag
+# board), so a report says what it measured.
+settings=$(env | grep -E '^(BRAID|NCCL)_' | grep -v '^BRAID_COMPARE_' | sort | tr '\n' ' ' || true)
+echo "run-compare: Braid settings: ${settings:-defaults}" | tee -a "$log"
 echo "run-compare: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start" |
   tee -a "$log"
 start=$(date +%s)

@@ -95,7 +95,7 @@ std::mutex& issueOrderMutex() {
 }
 
 uint64_t Comm::issue() {
-  std::lock_guard<std::mutex> lock(issueOrderMutex());
+  std::lock_guard<std::mutex> lock(issueMu);
   return takeTicket();
 }
 

@@ -85,7 +85,7 @@ struct Comm : public ConnTable {
   std::atomic<bool> revoked{false};
   bool finalized = false;
   uint64_t opCount = 0;
-  int64_t collSeqNext = 0;  ///< the next collective's number (issueBatch; issue order)
+  int64_t collSeqNext = 0;  ///< the next collective's number (under issueMu; issue order)
   std::thread initThread;  ///< nonblocking init
   std::mutex execMutex;    ///< held while a thread executes this comm's work
   std::atomic<int> queuedBatches{0};  ///< batches waiting on host streams
@@ -96,15 +96,19 @@ struct Comm : public ConnTable {
   // NCCL runs a communicator's operations in the order they were issued, whatever the
   // stream or thread. Every unit of work (a group's batch, a split, a destroy) takes a
   // ticket when issued and runs only when the tickets before it are done.
-  /// Takes the next ticket. Call with issueOrderMutex() held, so that a batch's
-  /// tickets on several comms are consistent with one global order (no cycles).
+  /// Takes the next ticket. Call with issueMu held, and also issueOrderMutex() when
+  /// the work spans several comms, so that a batch's tickets on several comms are
+  /// consistent with one global order (no cycles; work on one comm alone cannot make
+  /// one, so it needs only this comm's lock).
   uint64_t takeTicket() { return ticketNext_++; }
+  /// Guards this comm's ticket and collective numbering (collSeqNext, takeTicket).
+  std::mutex issueMu;
   /// Waits until the work issued before `ticket` is done. Returns false (at once) if
   /// the comm is aborted, or revoked (unless evenIfRevoked: ncclCommShrink), or
   /// `alsoAbort` (a child communicator's flag) is set meanwhile.
   bool waitTurn(uint64_t ticket, bool evenIfRevoked = false,
                 const std::atomic<bool>* alsoAbort = nullptr);
-  /// takeTicket() under issueOrderMutex(), for work on this comm alone.
+  /// takeTicket() under issueMu, for work on this comm alone.
   uint64_t issue();
   /// Lets the work issued after `ticket` run. Must be called exactly once per ticket.
   void endTurn(uint64_t ticket);

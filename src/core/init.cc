@@ -577,7 +577,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   // (a NOCOLOR rank releases the second at once).
   uint64_t ticket;
   {
-    std::lock_guard<std::mutex> lock(issueOrderMutex());
+    std::lock_guard<std::mutex> lock(parent->issueMu);
     ticket = parent->takeTicket();
     parent->takeTicket();
   }

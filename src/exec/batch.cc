@@ -480,8 +480,14 @@ PlanArgs planArgsFor(const Comm* comm, const OpRecord& op) {
 }
 
 void issueBatch(Batch* batch) {
-  std::lock_guard<std::mutex> lock(issueOrderMutex());
+  // Several comms: one global order (see Comm::takeTicket); each comm's numbering under
+  // its own lock (the flag board's fast path takes only that one).
+  std::unique_lock<std::mutex> global(issueOrderMutex(), std::defer_lock);
+  if (std::any_of(batch->ops.begin(), batch->ops.end(),
+                  [&](const OpRecord& o) { return o.comm != batch->ops.front().comm; }))
+    global.lock();
   for (OpRecord& op : batch->ops) {
+    std::lock_guard<std::mutex> commLock(op.comm->issueMu);
     // Collectives are numbered in issue order (the same on every rank that makes the
     // same calls): BRAID_CHECK compares the numbers, the flight recorder shows them.
     if (op.coll != Coll::kSendRecv && op.rma == 0) op.collSeq = op.comm->collSeqNext++;

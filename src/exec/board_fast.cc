@@ -43,7 +43,7 @@ bool runOnBoardDirectly(const OpRecord& in, ncclResult_t* result) {
   BoardRun run;
   uint64_t ticket = 0;
   {
-    std::lock_guard<std::mutex> lock(issueOrderMutex());
+    std::lock_guard<std::mutex> lock(c->issueMu);  // one comm: no global order needed
     op.collSeq = c->collSeqNext++;
     if (c->recorder) c->recorder->queuedStarted(&op, boardPathName(path));
     ticket = c->takeTicket();
