@@ -94,7 +94,7 @@ INSTANTIATE_TEST_SUITE_P(Launches, BoardPaths,
                          });
 
 // BRAID_BOARD=0 (rank 0's value): no collective runs on the board.
-TEST(BoardOff, NoBoardPaths) {
+TEST(BoardOff, NoBoardPathsProcesses) {
   ScopedEnv env({{"BRAID_TRANSPORT", "auto"}, {"BRAID_BOARD", "0"}});
   run(Launch::kProcesses, 2, [&](ncclComm_t& comm, int rank, int n) {
     for (size_t count : {size_t(1), size_t(1000), size_t(100000)})
@@ -164,7 +164,7 @@ INSTANTIATE_TEST_SUITE_P(Launches, BoardMixed,
 
 // Floats whose sum depends on the order: every rank must still get the same bits (the
 // two-shot all-reduce reduces each chunk once, in rank order).
-TEST(BoardBits, EveryRankGetsTheSameBits) {
+TEST(BoardBits, EveryRankGetsTheSameBitsProcesses) {
   ScopedEnv env({{"BRAID_TRANSPORT", "auto"}});
   run(Launch::kProcesses, 3, [&](ncclComm_t& comm, int rank, int n) {
     for (size_t count : {size_t(700), size_t(200000)}) {  // inline, single copy

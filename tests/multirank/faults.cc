@@ -148,36 +148,22 @@ void neverJoins(ncclComm_t& comm, int rank, SharedFlag* done) {
   comm = nullptr;
 }
 
-TEST(Timeout, RankNeverJoinsProcesses) {
+/// neverJoins on two ranks of `launch` over `transport`.
+void neverJoinsOver(Launch launch, const char* transport) {
   SharedFlag done;
   ASSERT_TRUE(done.ok());
-  ScopedEnv env({{"BRAID_TRANSPORT", "shm"}, {"BRAID_TIMEOUT_MS", "2000"}});
+  ScopedEnv env({{"BRAID_TRANSPORT", transport}, {"BRAID_TIMEOUT_MS", "2000"}});
   RunOptions opts;
   opts.watchdogSeconds = 60;
-  run(Launch::kProcesses, 2,
-      [&](ncclComm_t& comm, int rank, int) { neverJoins(comm, rank, &done); }, opts);
+  run(launch, 2, [&](ncclComm_t& comm, int rank, int) { neverJoins(comm, rank, &done); }, opts);
 }
+
+TEST(Timeout, RankNeverJoinsProcesses) { neverJoinsOver(Launch::kProcesses, "shm"); }
 
 // The same on the flag board (inline phase and single copy).
-TEST(Timeout, RankNeverJoinsBoardProcesses) {
-  SharedFlag done;
-  ASSERT_TRUE(done.ok());
-  ScopedEnv env({{"BRAID_TRANSPORT", "auto"}, {"BRAID_TIMEOUT_MS", "2000"}});
-  RunOptions opts;
-  opts.watchdogSeconds = 60;
-  run(Launch::kProcesses, 2,
-      [&](ncclComm_t& comm, int rank, int) { neverJoins(comm, rank, &done); }, opts);
-}
+TEST(Timeout, RankNeverJoinsBoardProcesses) { neverJoinsOver(Launch::kProcesses, "auto"); }
 
-TEST(Timeout, RankNeverJoinsThreads) {
-  SharedFlag done;
-  ASSERT_TRUE(done.ok());
-  ScopedEnv env({{"BRAID_TRANSPORT", "socket"}, {"BRAID_TIMEOUT_MS", "2000"}});
-  RunOptions opts;
-  opts.watchdogSeconds = 60;
-  run(Launch::kThreads, 2,
-      [&](ncclComm_t& comm, int rank, int) { neverJoins(comm, rank, &done); }, opts);
-}
+TEST(Timeout, RankNeverJoinsThreads) { neverJoinsOver(Launch::kThreads, "socket"); }
 
 }  // namespace
 }  // namespace mr

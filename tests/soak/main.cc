@@ -4,7 +4,7 @@
 //
 //   braid_soak [--mode threads|procs] [--ranks 8] [--seconds 60 | --iterations N]
 //              [--seed 1] [--sample-seconds S] [--max-block-bytes 4M]
-//              [--rss-tol-mib 8] [--fd-tol 2] [--transport auto|local|shm|socket] [-v]
+//              [--rss-tol-mib 8] [--fd-tol 2] [--no-fd-trend] [--transport auto|local|shm|socket] [-v]
 //              [--rotate-every 64] [--corrupt-iteration N]
 //
 // --rotate-every N replaces the main communicator by a split of itself every N
@@ -56,7 +56,7 @@ struct Shared {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr, "braid_soak: %s\nusage: braid_soak [--mode threads|procs] [--ranks N] "
                "[--seconds S | --iterations N] [--seed N] [--sample-seconds S] "
-               "[--max-block-bytes B] [--rss-tol-mib M] [--fd-tol N] [--transport T] [-v]\n",
+               "[--max-block-bytes B] [--rss-tol-mib M] [--fd-tol N] [--no-fd-trend] [--transport T] [-v]\n",
                why);
   std::exit(2);
 }
@@ -99,6 +99,8 @@ Options parse(int argc, char** argv) {
       o.tol.rssMiB = number(val(), "--rss-tol-mib");
     } else if (a == "--fd-tol") {
       o.tol.fds = number(val(), "--fd-tol");
+    } else if (a == "--no-fd-trend") {
+      o.tol.fdTrend = false;
     } else if (a == "--transport") {
       o.transport = val();
     } else if (a == "--rotate-every") {

@@ -90,26 +90,19 @@ Trend analyze(const std::vector<Sample>& samples, const Tolerance& tol) {
   for (size_t i = mid0; i < n; ++i) xs.push_back(samples[i].seconds);
 
   // Growth of one series (values at sample i from get(i)) and its trend.
-  // floor: compare the thirds' minimums instead of their medians (open fds: the sockets
-  // of child communicators alive at a sample come and go in bursts, a leak raises the
-  // floor).
   auto study = [&](const std::function<double(size_t)>& get, double tolerance,
-                   const std::string& what, double* growth, bool floor = false) {
+                   const std::string& what, double* growth) {
     std::vector<double> mid, last, ys;
     for (size_t i = mid0; i < last0; ++i) mid.push_back(get(i));
     for (size_t i = last0; i < n; ++i) last.push_back(get(i));
-    *growth = floor ? *std::min_element(last.begin(), last.end()) -
-                          *std::min_element(mid.begin(), mid.end())
-                    : median(last) - median(mid);
+    *growth = median(last) - median(mid);
     if (t.enoughSamples && *growth > tolerance) {
       t.flat = false;
       char line[200];
       std::snprintf(line, sizeof line,
-                    "%s grew by %.2f (last third %s %.2f vs middle third %.2f; "
+                    "%s grew by %.2f (last-third median %.2f vs middle-third %.2f; "
                     "tolerance %.2f)\n",
-                    what.c_str(), *growth, floor ? "minimum" : "median",
-                    floor ? *std::min_element(last.begin(), last.end()) : median(last),
-                    floor ? *std::min_element(mid.begin(), mid.end()) : median(mid), tolerance);
+                    what.c_str(), *growth, median(last), median(mid), tolerance);
       t.failures += line;
     }
   };
@@ -117,8 +110,9 @@ Trend analyze(const std::vector<Sample>& samples, const Tolerance& tol) {
   for (size_t p = 0; p < procs; ++p) {
     study([&](size_t i) { return samples[i].rssMiB[p]; }, tol.rssMiB,
           "RSS (MiB) of process " + std::to_string(p), &g);
-    study([&](size_t i) { return samples[i].fds[p]; }, tol.fds,
-          "open fds of process " + std::to_string(p), &g, /*floor=*/true);
+    if (tol.fdTrend)
+      study([&](size_t i) { return samples[i].fds[p]; }, tol.fds,
+            "open fds of process " + std::to_string(p), &g);
   }
   auto total = [&](size_t i, bool rss) {
     double s = 0;

@@ -27,6 +27,9 @@ double openFds(pid_t pid);
 struct Tolerance {
   double rssMiB = 8;  ///< per process
   double fds = 2;     ///< per process
+  /// Judge the trend of open fds during the run (else only fds after destroying every
+  /// communicator against those before init).
+  bool fdTrend = true;
   double shm = 0;     ///< whole job
 };
 
