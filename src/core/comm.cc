@@ -258,6 +258,8 @@ void Comm::closeConnections(uint32_t why) {
   // The switch must learn now, or the other nodes would wait for our messages until
   // their timeout: closing the collComms fails the switch groups for every member.
   if (collnet) collnet->abandon();
+  // Ranks waiting for us on the flag board stop waiting (abort, revoke, fatal errors).
+  if (board) board->markFailed(ncclRemoteError);
 }
 
 ncclResult_t Comm::fatal(ncclResult_t code, const char* reason) {
@@ -265,7 +267,6 @@ ncclResult_t Comm::fatal(ncclResult_t code, const char* reason) {
   const bool first = asyncError.compare_exchange_strong(expected, code);
   // Not abortFlag: the bootstrap stays usable (ncclCommShrink after a failure).
   closeConnections(kFifoSenderAborted);
-  if (board) board->markFailed(code);  // ranks waiting on the board stop waiting for us
   if (first && recorder) recorder->dump(reason);
   return code;
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -272,6 +273,30 @@ INSTANTIATE_TEST_SUITE_P(Launches, BoardSequences,
                          [](const ::testing::TestParamInfo<Launch>& info) {
                            return std::string(launchName(info.param));
                          });
+
+// A thread rank that aborts instead of joining (no pid to check in one process): the
+// other fails at once through the board's failure word, naming it, not at the timeout.
+TEST(BoardFaults, AbortedPeerFailsTheWaiterThreads) {
+  ScopedEnv env({{"BRAID_TRANSPORT", "auto"}, {"BRAID_TIMEOUT_MS", "20000"}});
+  run(Launch::kThreads, 2, [&](ncclComm_t& comm, int rank, int n) {
+    ASSERT_TRUE(allReduceOk(comm, rank, n, 16));  // the board works first
+    if (rank == 1) {
+      usleep(100000);  // rank 0 is waiting by now
+      EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+      comm = nullptr;
+      return;
+    }
+    float x = 1, y = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    const ncclResult_t r = ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, comm, nullptr);
+    const double took = secondsSince(t0);
+    EXPECT_NE(r, ncclSuccess);
+    EXPECT_LT(took, 5.0) << "waited " << took << " s for an aborted peer";
+    EXPECT_TRUE(mentions(ncclGetLastError(comm), "rank 1"));
+    EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+    comm = nullptr;
+  });
+}
 
 }  // namespace
 }  // namespace mr
