@@ -1,8 +1,9 @@
 # Tuner tests (tests/tuner/): NCCL_ALGO/NCCL_PROTO syntax, the cost model and its file
-# format, the tuner's choices on described layouts, ncclGroupSimulateEnd, and the
+# format, the plan cache (LRU), the tuner's choices on described layouts, ncclGroupSimulateEnd, and the
 # NCCL_DEBUG_SUBSYS=TUNING log of real runs. Run: ctest -L tuner
 add_executable(braid_tuner_test ${CMAKE_CURRENT_SOURCE_DIR}/tuner/tuner_test.cc
-                                ${CMAKE_CURRENT_SOURCE_DIR}/tuner/cost_test.cc)
+                                ${CMAKE_CURRENT_SOURCE_DIR}/tuner/cost_test.cc
+                                ${CMAKE_CURRENT_SOURCE_DIR}/tuner/plan_cache_test.cc)
 target_link_libraries(braid_tuner_test PRIVATE braid_static GTest::gtest_main)
 gtest_discover_tests(braid_tuner_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS tuner)
 

@@ -44,7 +44,8 @@ rg_host_packages() {
     "iproute2:command -v rdma" \
     "ibverbs-providers:ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so" \
     "ibverbs-utils:command -v ibv_devinfo" \
-    "perftest:command -v ib_write_bw"; do
+    "perftest:command -v ib_write_bw" \
+    "ucx-utils:command -v ucx_info"; do
     pkg=${pair%%:*} test=${pair#*:}
     PATH=$PATH:/usr/sbin:/sbin eval "$test" > /dev/null 2>&1 || missing+=("$pkg")
   done
@@ -56,7 +57,7 @@ rg_host_packages() {
       return 77
     fi
   done
-  for pkg in ibv_devinfo ib_write_bw rdma; do
+  for pkg in ibv_devinfo ib_write_bw rdma ucx_info; do
     command -v "$pkg" > /dev/null || rg_note "warning: $pkg missing on the host (and in the guest)"
   done
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -26,11 +27,14 @@ constexpr SubsysName kSubsysNames[] = {
     {"REG", kLogReg},     {"PLAN", kLogPlan},   {"EXEC", kLogExec},     {"ALL", kLogAll},
 };
 
+/// Read without the lock on every log call (inited, level, subsys: atomics, so that
+/// ncclResetDebugInit on one thread and logging on another do not race); written and
+/// the output used under mu.
 struct LogState {
   std::mutex mu;
-  bool inited = false;
-  LogLevel level = LogLevel::kNone;
-  uint32_t subsys = kLogInit | kLogEnv;
+  std::atomic<bool> inited{false};
+  std::atomic<LogLevel> level{LogLevel::kNone};
+  std::atomic<uint32_t> subsys{kLogInit | kLogEnv};
   FILE* out = stdout;
   char host[64] = {};
 };
@@ -66,12 +70,13 @@ uint32_t parseSubsys(const std::string& text) {
 
 void initLocked(LogState& s) {
   std::string lvl = upper(param::kDebug.get());
-  if (lvl == "VERSION") s.level = LogLevel::kVersion;
-  else if (lvl == "WARN") s.level = LogLevel::kWarn;
-  else if (lvl == "INFO") s.level = LogLevel::kInfo;
-  else if (lvl == "TRACE") s.level = LogLevel::kTrace;
-  else s.level = LogLevel::kNone;
-  s.subsys = parseSubsys(param::kDebugSubsys.get());
+  LogLevel level = LogLevel::kNone;
+  if (lvl == "VERSION") level = LogLevel::kVersion;
+  else if (lvl == "WARN") level = LogLevel::kWarn;
+  else if (lvl == "INFO") level = LogLevel::kInfo;
+  else if (lvl == "TRACE") level = LogLevel::kTrace;
+  s.level.store(level, std::memory_order_relaxed);
+  s.subsys.store(parseSubsys(param::kDebugSubsys.get()), std::memory_order_relaxed);
   gethostname(s.host, sizeof(s.host) - 1);
   if (char* dot = strchr(s.host, '.')) *dot = '\0';
   if (s.out != stdout && s.out != stderr) fclose(s.out);
@@ -92,14 +97,14 @@ void initLocked(LogState& s) {
     }
     if (FILE* f = fopen(path.c_str(), "w")) s.out = f;
   }
-  s.inited = true;
+  s.inited.store(true, std::memory_order_release);
 }
 
 LogState& ready() {
   LogState& s = state();
-  if (!s.inited) {
+  if (!s.inited.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (!s.inited) initLocked(s);
+    if (!s.inited.load(std::memory_order_relaxed)) initLocked(s);
   }
   return s;
 }
@@ -108,8 +113,8 @@ LogState& ready() {
 
 bool logEnabled(LogLevel level, uint32_t subsys) {
   LogState& s = ready();
-  if (level > s.level) return false;
-  return level <= LogLevel::kWarn || (s.subsys & subsys) != 0;
+  if (level > s.level.load(std::memory_order_relaxed)) return false;
+  return level <= LogLevel::kWarn || (s.subsys.load(std::memory_order_relaxed) & subsys) != 0;
 }
 
 void logMessage(LogLevel level, uint32_t subsys, const char* file, int line, const char* fmt,

@@ -48,8 +48,10 @@ const IntParam kSmallMsgBytes("BRAID_SMALL_MSG_BYTES", 32768,
 const BoolParam kBoard("BRAID_BOARD", true,
     "Collectives of communicators whose ranks all run on one host use a shared flag "
     "board for small and medium messages (one phase through inline areas, or single "
-    "copy between the ranks' buffers) instead of plans through the FIFOs. Rank 0's "
-    "value applies; off when NCCL_ALGO, NCCL_PROTO or BRAID_TRANSPORT is set.");
+    "copy between the ranks' buffers) instead of plans through the FIFOs, and every "
+    "collective's call is compared there before data moves (BRAID_CHECK). Rank 0's value "
+    "applies. Where NCCL_ALGO, NCCL_PROTO or BRAID_TRANSPORT is set, the board moves no "
+    "data but still compares the calls; 0: no board at all.");
 const IntParam kBoardInlineBytes("BRAID_BOARD_INLINE_BYTES", 4096,
     "Largest part per rank (bytes) exchanged through the flag board's inline areas in "
     "one phase. Rank 0's value applies.");
@@ -165,18 +167,23 @@ const IntParam kPeerCheckMs("BRAID_PEER_CHECK_MS", 200,
 const IntParam kFlightRecorder("BRAID_FLIGHT_RECORDER", 256,
     "Operations each communicator keeps in its flight recorder (the last N issued, with "
     "state, algorithm, times and the rank a stalled one waits on); 0 turns it off.");
-const StringParam kFlightRecorderDir("BRAID_FLIGHT_RECORDER_DIR", "/tmp/braid-flight-recorder",
+const StringParam kFlightRecorderDir("BRAID_FLIGHT_RECORDER_DIR", "",
     "Directory of the flight-record JSON files (one per communicator and rank) written on "
-    "a timeout, a dead peer, a fatal error, ncclCommAbort with work outstanding, SIGUSR1 "
-    "or braidCommDumpFlightRecord; braid-doctor reads them.");
+    "a timeout, a dead peer, a fatal error, a mismatch, ncclCommAbort with work "
+    "outstanding, SIGUSR1 or braidCommDumpFlightRecord; braid-doctor reads them. Unset: "
+    "/tmp/braid-flight-recorder-<uid>, the user's own (mode 0700; refused if another user "
+    "owns it).");
 const BoolParam kFlightRecorderSignal("BRAID_FLIGHT_RECORDER_SIGNAL", true,
     "Dump every communicator's flight record on SIGUSR1 (braid-info --dump PID), unless "
     "the program handles SIGUSR1 itself.");
-const BoolParam kCheck("BRAID_CHECK", false,
-    "Before each group's collectives run, the ranks compare their fingerprints (call, "
-    "count, type, op, root, sequence number); a mismatch fails every rank with "
-    "ncclInvalidUsage naming the ranks and both calls. Rank 0's value applies to the "
-    "communicator. Costs one small all-gather per group.");
+const StringParam kCheck("BRAID_CHECK", "",
+    "Collective mismatch detection. Unset: the free check: every call's tag (call, count, "
+    "type, op, root, collective number) travels with its data (FIFO slots, flag board "
+    "phases) and is compared before the data is used; a mismatch fails the call with "
+    "ncclInvalidUsage naming both calls. 1: also, before each group's collectives run, "
+    "the ranks all-gather and compare their fingerprints (catches mismatches that move "
+    "no data; one small all-gather per group). 0: neither. Rank 0's value applies to the "
+    "communicator.");
 const IntParam kSpinUs("BRAID_SPIN_US", 1000,
     "Microseconds a waiting rank busy-polls before it starts yielding the CPU (then it "
     "yields, then naps). Unset: this default when the host's ranks fit on its CPUs, 0 "

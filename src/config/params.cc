@@ -97,4 +97,17 @@ StringParam::StringParam(const char* name, const char* def, const char* meaning)
 
 std::string StringParam::get() const { return text(); }
 
+namespace param {
+int checkLevel() {
+  const char* raw = kCheck.raw();
+  if (!raw) return 1;
+  std::string v = raw;
+  std::transform(v.begin(), v.end(), v.begin(), ::tolower);
+  if (v == "0" || v == "false" || v == "no" || v == "off") return 0;
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return 2;
+  warnOnce(kCheck.name(), raw);
+  return 1;
+}
+}  // namespace param
+
 }  // namespace braid

@@ -118,7 +118,11 @@ extern const IntParam kSpinUs;           // BRAID_SPIN_US
 extern const IntParam kFlightRecorder;   // BRAID_FLIGHT_RECORDER
 extern const StringParam kFlightRecorderDir;  // BRAID_FLIGHT_RECORDER_DIR
 extern const BoolParam kFlightRecorderSignal;  // BRAID_FLIGHT_RECORDER_SIGNAL
-extern const BoolParam kCheck;           // BRAID_CHECK
+extern const StringParam kCheck;         // BRAID_CHECK (see checkLevel)
+/// BRAID_CHECK as a level: 0 off ("0", "false", "no", "off"), 1 the free in-band check
+/// (unset), 2 the full fingerprint exchange as well ("1", "true", "yes", "on"). Anything
+/// else warns once and is 1.
+int checkLevel();
 // Reduction kernels
 extern const StringParam kSimd;          // BRAID_SIMD
 }  // namespace param

@@ -8,6 +8,7 @@
 
 #include "braid/braid.h"
 #include "src/core/comm.h"
+#include "src/core/comm_registry.h"
 #include "src/core/error.h"
 #include "src/core/group.h"
 #include "src/core/host_stream.h"
@@ -83,7 +84,7 @@ const char* ncclGetErrorString(ncclResult_t result) {
 }
 
 const char* ncclGetLastError(ncclComm_t comm) {
-  Comm* c = comm != nullptr && asComm(comm)->magic.load() == Comm::kMagic ? asComm(comm) : nullptr;
+  Comm* c = knownComm(comm) && asComm(comm)->magic.load() == Comm::kMagic ? asComm(comm) : nullptr;
   return lastError(c);
 }
 

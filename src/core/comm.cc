@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <vector>
 
 #include <unistd.h>
 
+#include "src/core/comm_registry.h"
 #include "src/core/error.h"
 #include "src/core/registration.h"
 #include "src/device/cuda_rt.h"
@@ -20,11 +22,12 @@
 
 namespace braid {
 
-Comm::Comm() = default;
+Comm::Comm() { registerComm(this); }
 
 Comm::~Comm() {
   releaseResources();
   forgetErrors(this);
+  unregisterComm(this);
 }
 
 void Comm::drainConnections() {
@@ -80,7 +83,6 @@ void Comm::releaseResources() {
   board.reset();
   bootstrap.reset();
   planCache.clear();
-  planCacheBytes = 0;
   forgetRegistrations(this);
   peers.clear();
   peers.shrink_to_fit();
@@ -259,14 +261,15 @@ void Comm::closeConnections(uint32_t why) {
   // their timeout: closing the collComms fails the switch groups for every member.
   if (collnet) collnet->abandon();
   // Ranks waiting for us on the flag board stop waiting (abort, revoke, fatal errors).
-  if (board) board->markFailed(ncclRemoteError);
+  if (board) board->markFailed(why == kFifoMismatch ? ncclInvalidUsage : ncclRemoteError);
 }
 
 ncclResult_t Comm::fatal(ncclResult_t code, const char* reason) {
   int expected = ncclSuccess;
   const bool first = asyncError.compare_exchange_strong(expected, code);
-  // Not abortFlag: the bootstrap stays usable (ncclCommShrink after a failure).
-  closeConnections(kFifoSenderAborted);
+  // Not abortFlag: the bootstrap stays usable (ncclCommShrink after a failure). Peers
+  // of a mismatch learn that it was one (their error is ncclInvalidUsage too).
+  closeConnections(std::strcmp(reason, "mismatch") == 0 ? kFifoMismatch : kFifoSenderAborted);
   if (first && recorder) recorder->dump(reason);
   return code;
 }
@@ -281,6 +284,11 @@ std::string Comm::who() const {
 ncclResult_t checkComm(ncclComm_t handle, const char* call) {
   if (handle == nullptr)
     return setError(ncclInvalidArgument, nullptr, "%s: comm is NULL", call);
+  // Nothing is read through a handle this process did not make (and still holds).
+  if (!knownComm(handle))
+    return setError(ncclInvalidArgument, nullptr,
+                    "%s: comm %p is not a valid communicator (never created by this process, "
+                    "or destroyed long ago)", call, static_cast<void*>(handle));
   Comm* c = asComm(handle);
   uint64_t m = c->magic.load();
   if (m == Comm::kDeadMagic)

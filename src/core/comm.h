@@ -18,6 +18,7 @@
 #include "nccl.h"
 #include "src/bootstrap/bootstrap.h"
 #include "src/core/op.h"
+#include "src/core/plan_cache.h"
 #include "src/exec/engine.h"
 #include "src/rma/rma.h"
 #include "transports/transport.h"
@@ -53,8 +54,11 @@ struct CommSettings {
   bool shmDisable = false;
   bool p2pDisable = false;
   std::string commName;
-  /// BRAID_CHECK (rank 0's): compare the collectives' fingerprints before running them.
+  /// BRAID_CHECK=1 (rank 0's): compare the collectives' fingerprints before running them.
   bool check = false;
+  /// BRAID_CHECK not 0 (rank 0's): every call's data carries its CallTag, compared by
+  /// the receiver (src/exec/call_tag.h); collectives on the flag board compare theirs.
+  bool tagCalls = true;
 };
 
 struct Comm : public ConnTable {
@@ -164,33 +168,8 @@ struct Comm : public ConnTable {
   void closeConnections(uint32_t why);
 
   // ---- plans ----------------------------------------------------------------
-  /// What a cached plan depends on besides the communicator (p2p plans are not cached).
-  struct PlanKey {
-    uint64_t count;
-    uint32_t typeSize;
-    int32_t root;
-    uint8_t coll;
-    bool inPlace;
-    bool device;  ///< a plan for the CUDA executor (its own channel count)
-    bool collnet;  ///< CollNet algorithms allowed (the collnet takes the type and op)
-    bool operator==(const PlanKey& o) const {
-      return count == o.count && typeSize == o.typeSize && root == o.root && coll == o.coll &&
-             inPlace == o.inPlace && device == o.device && collnet == o.collnet;
-    }
-  };
-  struct PlanKeyHash {
-    size_t operator()(const PlanKey& k) const {
-      uint64_t h = k.count * 0x9E3779B97F4A7C15ull;
-      h ^= (uint64_t(k.typeSize) << 40) ^ (uint64_t(uint32_t(k.root)) << 8) ^
-           (uint64_t(k.coll) << 1) ^ uint64_t(k.inPlace) ^ (uint64_t(k.device) << 5) ^
-           (uint64_t(k.collnet) << 6);
-      return size_t(h ^ (h >> 29));
-    }
-  };
-  std::unordered_map<PlanKey, std::shared_ptr<const Plan>, PlanKeyHash> planCache;
-  size_t planCacheBytes = 0;  ///< the cached plans' steps, about (see kPlanCacheBytes)
-  static constexpr size_t kPlanCacheEntries = 4096;
-  static constexpr size_t kPlanCacheBytes = size_t(1) << 20;
+  /// Plans built for this comm (least recently used dropped when full).
+  PlanCache planCache;
 
   /// Record a fatal error: sets asyncError, closes connections, returns code. The
   /// first one also dumps the flight record, with `reason` ("timeout", "peer", ...).

@@ -41,6 +41,27 @@ ncclResult_t runInits(std::vector<std::function<ncclResult_t()>>& inits) {
   return ncclSuccess;
 }
 
+/// A rank's send to itself and its receive from itself must be in one group (as NCCL):
+/// either alone could only wait for the other until the timeout, so an unpaired one is
+/// refused before anything runs.
+ncclResult_t checkSelfPairs(const std::vector<OpRecord>& ops) {
+  for (const OpRecord& op : ops) {
+    if (op.coll != Coll::kSendRecv || op.rma != 0 || op.root != op.comm->rank) continue;
+    int sends = 0, recvs = 0;
+    for (const OpRecord& o : ops)
+      if (o.comm == op.comm && o.coll == Coll::kSendRecv && o.rma == 0 && o.root == o.comm->rank)
+        ++(o.isSend ? sends : recvs);
+    if (sends == recvs) continue;
+    return setError(ncclInvalidUsage, op.comm,
+                    "%s (%s): %d send(s) to this rank itself but %d receive(s) from itself "
+                    "in the group: a rank's send to itself and its receive from itself must "
+                    "be in the same group (ncclGroupStart/End), or it would wait forever",
+                    sends > recvs ? "ncclSend" : "ncclRecv", op.comm->who().c_str(), sends,
+                    recvs);
+  }
+  return ncclSuccess;
+}
+
 /// Hands a group's ops to the executor as ONE batch (NCCL runs a group as one unit,
 /// whatever streams its ops name). Without a host stream the batch runs now, in this
 /// thread. With host streams it runs on the first one; every other host stream of the
@@ -48,6 +69,7 @@ ncclResult_t runInits(std::vector<std::function<ncclResult_t()>>& inits) {
 /// named no host stream (null-stream semantics: done on return) we wait for it too.
 ncclResult_t dispatch(std::vector<OpRecord>& ops) {
   if (ops.empty()) return ncclSuccess;
+  BRAID_CHECK(checkSelfPairs(ops));
   std::vector<HostStream*> streams;
   bool hasInline = false;
   for (const OpRecord& op : ops) {
@@ -118,6 +140,8 @@ ncclResult_t enqueueOp(const OpRecord& op) {
     tls.ops.push_back(op);
     return ncclSuccess;
   }
+  if (op.coll == Coll::kSendRecv && op.rma == 0 && op.root == op.comm->rank)
+    return checkSelfPairs({op});  // alone it can never be matched: refused
   if (HostStream::lookup(op.stream) == nullptr) {
     // Small and medium collectives of one-host comms: the flag board, without a batch.
     ncclResult_t boardResult = ncclSuccess;

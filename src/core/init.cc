@@ -76,7 +76,7 @@ struct InitRecord {
   uint64_t specHash;   ///< NCCL_ALGO and NCCL_PROTO (every rank must choose alike)
   int32_t modelError;  ///< this rank's BRAID_TUNER_MODEL could not be read
   int32_t collnetEnable;  ///< NCCL_COLLNET_ENABLE on this rank
-  int32_t check;          ///< BRAID_CHECK on this rank (rank 0's applies)
+  int32_t check;          ///< param::checkLevel() on this rank (rank 0's applies)
   int64_t boardInline;    ///< flag board inline bytes (rank 0's applies; -1: no board)
   int64_t boardCopyMax;   ///< ... and single-copy limit
   int64_t boardCmaMax;    ///< ... between processes
@@ -221,12 +221,16 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   me.smallMsgBytes = comm->settings.smallMsgBytes;
   me.specHash = specHash(comm->settings);
   me.collnetEnable = param::kCollNetEnable.get();
-  me.check = param::kCheck.get();
-  const bool boardWanted = param::kBoard.get() && comm->settings.algoSpec.empty() &&
-                           comm->settings.protoSpec.empty() &&
-                           comm->settings.forcedTransport.empty() && !comm->settings.shmDisable;
-  me.boardInline = boardWanted ? std::max<int64_t>(0, param::kBoardInlineBytes.get()) : -1;
-  me.boardCopyMax = std::max<int64_t>(0, param::kBoardCopyMaxBytes.get());
+  me.check = param::checkLevel();
+  // The flag board: with BRAID_BOARD on (and shared memory allowed). Where NCCL_ALGO,
+  // NCCL_PROTO or BRAID_TRANSPORT choose the data's way, it moves no data (inline and
+  // copy limits 0) but still compares every collective's call (board.h).
+  const bool boardWanted = param::kBoard.get() && !comm->settings.shmDisable;
+  const bool boardData = comm->settings.algoSpec.empty() && comm->settings.protoSpec.empty() &&
+                         comm->settings.forcedTransport.empty();
+  me.boardInline =
+      !boardWanted ? -1 : boardData ? std::max<int64_t>(0, param::kBoardInlineBytes.get()) : 0;
+  me.boardCopyMax = boardData ? std::max<int64_t>(0, param::kBoardCopyMaxBytes.get()) : 0;
   me.boardCmaMax = std::max<int64_t>(0, param::kBoardCmaMaxBytes.get());
   // A bad model file fails every rank (after the exchange, so none waits for it).
   const ncclResult_t modelResult = loadCostModel(comm, &me.model);
@@ -278,8 +282,10 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   });
   // Every rank must build the same plans: rank 0's small-message threshold applies.
   comm->settings.smallMsgBytes = all[0].smallMsgBytes;
-  // ... and checks fingerprints if rank 0 does (a collective exchange: all or none).
-  comm->settings.check = all[0].check != 0 && nranks > 1;
+  // ... and checks fingerprints if rank 0 does (a collective exchange: all or none),
+  // and tags its calls' data if rank 0 does (compared only where both ends tag).
+  comm->settings.check = all[0].check >= 2 && nranks > 1;
+  comm->settings.tagCalls = all[0].check >= 1;
   if (const int64_t entries = param::kFlightRecorder.get(); entries > 0) {
     comm->recorder = std::make_unique<FlightRecorder>(size_t(std::min<int64_t>(entries, 1 << 20)));
     FrIdentity fid;

@@ -54,7 +54,6 @@ void releaseMemory(Comm* c) {
   // the executor's ends go, put back at once.
   if (c->collnet) c->collnet->attachEnds(c);
   c->planCache.clear();
-  c->planCacheBytes = 0;
 }
 
 /// State checks shared by suspend and resume, beyond checkComm.

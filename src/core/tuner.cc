@@ -201,12 +201,11 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const 
   const bool cacheable = argsIn.coll != Coll::kSendRecv;
   // Device buffers never go through the switch (its ports are host FIFOs).
   const bool collnet = argsIn.collnet && !device;
-  const Comm::PlanKey key{argsIn.count, uint32_t(argsIn.typeSize), int32_t(argsIn.root),
-                          uint8_t(argsIn.coll), argsIn.inPlace, device, collnet};
+  const PlanCache::Key key{argsIn.count, uint32_t(argsIn.typeSize), int32_t(argsIn.root),
+                           uint8_t(argsIn.coll), argsIn.inPlace, device, collnet};
   if (cacheable) {
-    auto it = comm->planCache.find(key);
-    if (it != comm->planCache.end()) {
-      *out = it->second;
+    if (std::shared_ptr<const Plan> hit = comm->planCache.find(key)) {
+      *out = std::move(hit);
       return ncclSuccess;
     }
   }
@@ -271,18 +270,9 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const 
                  ch.params.nChannels, fmtBytes(ch.params.chunkBytes).c_str(), ch.us,
                  others.c_str());
     }
-    if (cacheable) {
-      // Bounded by entries and by bytes: a program that uses many distinct counts keeps
-      // a few MiB of plans per communicator, not one plan per count forever.
-      size_t bytes = sizeof(Plan) + plan->algorithm.size();
-      for (const Program& p : plan->programs) bytes += sizeof(Program) + p.steps.size() * sizeof(Step);
-      if (comm->planCache.size() >= Comm::kPlanCacheEntries ||
-          comm->planCacheBytes + bytes > Comm::kPlanCacheBytes) {
-        comm->planCache.clear();
-        comm->planCacheBytes = 0;
-      }
-      if (comm->planCache.emplace(key, plan).second) comm->planCacheBytes += bytes;
-    }
+    // Bounded by entries and by bytes: a program that uses many distinct counts keeps
+    // about 1 MiB of plans per communicator, the most recently used.
+    if (cacheable) comm->planCache.insert(key, plan);
     *out = std::move(plan);
     return ncclSuccess;
   }

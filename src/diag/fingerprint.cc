@@ -104,25 +104,36 @@ std::string rankList(const std::vector<int>& ranks) {
   return out;
 }
 
-CollFingerprint makeFingerprint(const std::vector<const OpRecord*>& ops) {
+CollFingerprint::Call callOf(const OpRecord& op) {
+  CollFingerprint::Call c;
+  c.coll = uint8_t(op.coll);
+  c.type = uint8_t(op.type);
+  if (reduces(op.coll))
+    c.op = int(op.op) >= int(ncclNumOps) ? CollFingerprint::kPreMulSum : uint8_t(op.op);
+  if (rooted(op.coll)) c.root = op.root;
+  c.count = op.count;
+  return c;
+}
+
+CollFingerprint fingerprintOfCalls(int64_t collSeq, const CollFingerprint::Call* calls,
+                                   size_t n) {
   CollFingerprint f;
-  f.nColl = uint32_t(ops.size());
-  f.collSeq = ops.empty() ? -1 : ops.front()->collSeq;
+  f.nColl = uint32_t(n);
+  f.collSeq = n == 0 ? -1 : collSeq;
   uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const OpRecord& op = *ops[i];
-    CollFingerprint::Call c;
-    c.coll = uint8_t(op.coll);
-    c.type = uint8_t(op.type);
-    if (reduces(op.coll))
-      c.op = int(op.op) >= int(ncclNumOps) ? CollFingerprint::kPreMulSum : uint8_t(op.op);
-    if (rooted(op.coll)) c.root = op.root;
-    c.count = op.count;
-    h = mix(h, &c, sizeof(c));
-    if (i < size_t(CollFingerprint::kShown)) f.calls[i] = c;
+  for (size_t i = 0; i < n; ++i) {
+    h = mix(h, &calls[i], sizeof(calls[i]));
+    if (i < size_t(CollFingerprint::kShown)) f.calls[i] = calls[i];
   }
   f.hash = h;
   return f;
+}
+
+CollFingerprint makeFingerprint(const std::vector<const OpRecord*>& ops) {
+  std::vector<CollFingerprint::Call> calls;
+  calls.reserve(ops.size());
+  for (const OpRecord* op : ops) calls.push_back(callOf(*op));
+  return fingerprintOfCalls(ops.empty() ? -1 : ops.front()->collSeq, calls.data(), calls.size());
 }
 
 std::string describeCall(const CollFingerprint::Call& c) {
@@ -136,7 +147,7 @@ std::string describeCall(const CollFingerprint::Call& c) {
   return out + ")";
 }
 
-std::string compareFingerprints(const std::vector<CollFingerprint>& all) {
+std::string compareFingerprints(const std::vector<CollFingerprint>& all, const char* what) {
   // Classes of ranks with equal fingerprints, in order of their first rank.
   std::vector<std::vector<int>> classes;
   for (int r = 0; r < int(all.size()); ++r) {
@@ -156,7 +167,7 @@ std::string compareFingerprints(const std::vector<CollFingerprint>& all) {
     if (classes[i].size() > classes[ref].size()) ref = i;
   const CollFingerprint& a = all[size_t(classes[ref].front())];
   const std::string aRanks = rankList(classes[ref]);
-  std::string out = "collective mismatch (BRAID_CHECK): ";
+  std::string out = std::string(what) + ": ";
   bool firstDiff = true;
   for (size_t i = 0; i < classes.size(); ++i) {
     if (i == ref) continue;

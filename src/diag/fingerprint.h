@@ -34,6 +34,12 @@ struct CollFingerprint {
 static_assert(sizeof(CollFingerprint) == 24 + 16 * CollFingerprint::kShown,
               "fingerprints travel as bytes");
 
+/// One collective's entry (what is compared of it).
+CollFingerprint::Call callOf(const OpRecord& op);
+
+/// The fingerprint of `n` calls, the first one numbered `collSeq`.
+CollFingerprint fingerprintOfCalls(int64_t collSeq, const CollFingerprint::Call* calls, size_t n);
+
 /// The fingerprint of `ops` (the collectives of one communicator in one group, in call
 /// order; sends and receives are left out: they need not be matched by every rank).
 CollFingerprint makeFingerprint(const std::vector<const OpRecord*>& ops);
@@ -46,6 +52,8 @@ std::string describeCall(const CollFingerprint::Call& c);
 
 /// Compares the fingerprints of all ranks (index = rank). Returns "" when they agree,
 /// else a message naming the ranks on each side and both calls, the same on every rank.
-std::string compareFingerprints(const std::vector<CollFingerprint>& all);
+/// `what` opens the message.
+std::string compareFingerprints(const std::vector<CollFingerprint>& all,
+                                const char* what = "collective mismatch (BRAID_CHECK)");
 
 }  // namespace braid

@@ -320,9 +320,42 @@ std::string FlightRecorder::summaryLocked(int64_t nowUs) const {
   return out;
 }
 
+std::string flightRecorderDir() {
+  const std::string dir = param::kFlightRecorderDir.get();
+  if (!dir.empty()) return dir;
+  return "/tmp/braid-flight-recorder-" + std::to_string(unsigned(geteuid()));
+}
+
+bool prepareFlightRecorderDir(const std::string& dir, bool own, std::string* why) {
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    *why = std::string("cannot make the directory: ") + std::strerror(errno);
+    return false;
+  }
+  // A directory the user chose is the user's business; the default one, in a shared
+  // /tmp, must be ours alone (another user could have made it first).
+  if (!own) return true;
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0) {
+    *why = std::string("cannot look at it: ") + std::strerror(errno);
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    *why = "it is not a directory (a link?)";
+    return false;
+  }
+  if (st.st_uid != geteuid()) {
+    *why = "it belongs to user " + std::to_string(unsigned(st.st_uid));
+    return false;
+  }
+  if ((st.st_mode & 077) != 0 && chmod(dir.c_str(), 0700) != 0) {
+    *why = "it is open to other users and chmod failed";
+    return false;
+  }
+  return true;
+}
+
 std::string FlightRecorder::defaultPath() const {
-  std::string dir = param::kFlightRecorderDir.get();
-  if (dir.empty()) dir = ".";
+  const std::string dir = flightRecorderDir();
   char name[96];
   std::lock_guard<std::mutex> lock(mu_);
   snprintf(name, sizeof(name), "/braid-fr-%016" PRIx64 "-rank%d.json", id_.commHash, id_.rank);
@@ -339,13 +372,17 @@ std::string FlightRecorder::dump(const char* reason, const std::string& pathIn) 
     summary = summaryLocked(frNowUs());
     id = id_;
   }
-  // Make the directory (one level) and write through a temporary name, so a reader
-  // never sees half a file.
+  // Make the directory (one level, ours alone) and write through a temporary name, so
+  // a reader never sees half a file.
   const size_t slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0) mkdir(path.substr(0, slash).c_str(), 0777);
+  std::string why;
+  const bool dirOk =
+      slash == std::string::npos || slash == 0 ||
+      prepareFlightRecorderDir(path.substr(0, slash),
+                               pathIn.empty() && param::kFlightRecorderDir.get().empty(), &why);
   std::lock_guard<std::mutex> dumping(dumpMu_);  // one dump of this record at a time
   const std::string tmp = tmpName(path);
-  FILE* f = fopen(tmp.c_str(), "w");
+  FILE* f = dirOk ? fopen(tmp.c_str(), "w") : nullptr;
   bool ok = f != nullptr;
   if (f) {
     ok = fwrite(json.data(), 1, json.size(), f) == json.size();
@@ -357,6 +394,10 @@ std::string FlightRecorder::dump(const char* reason, const std::string& pathIn) 
              "flight recorder (%s): comm %016" PRIx64 " rank %d of %d: %s; %s %s", reason,
              id.commHash, id.rank, id.nranks, summary.c_str(),
              ok ? "record written to" : "could not write the record to", path.c_str());
+  if (!dirOk)
+    logMessage(LogLevel::kWarn, kLogAll, __FILE__, __LINE__,
+               "flight recorder: not writing into %s: %s (set BRAID_FLIGHT_RECORDER_DIR)",
+               path.substr(0, slash).c_str(), why.c_str());
   return ok ? path : std::string();
 }
 

@@ -62,6 +62,16 @@ struct FrIdentity {
   int timeoutMs = 0;
 };
 
+/// Where records go: BRAID_FLIGHT_RECORDER_DIR, else /tmp/braid-flight-recorder-<uid>,
+/// the user's own (as PyTorch's per-user trace files): shared /tmp is no place for
+/// another user to read or plant a job's records.
+std::string flightRecorderDir();
+
+/// Makes `dir` (one level, mode 0700) and, when `own` (the default directory: it sits in
+/// a shared /tmp), checks that it is a real directory (not a link) owned by this user
+/// and closed to others. False with *why otherwise.
+bool prepareFlightRecorderDir(const std::string& dir, bool own, std::string* why);
+
 class FlightRecorder {
  public:
   /// `capacity` entries (> 0). Registers itself for SIGUSR1 dumps.
@@ -87,7 +97,7 @@ class FlightRecorder {
   bool outstanding() const;
   /// The record as JSON (format "braid-flight-record" version 1; see braid-doctor).
   std::string toJson(const char* reason) const;
-  /// Writes the JSON file (into `path`, or BRAID_FLIGHT_RECORDER_DIR/<hash>-rank<r>.json
+  /// Writes the JSON file (into `path`, or flightRecorderDir()/<hash>-rank<r>.json
   /// when empty) and the WARN summary. Returns the file written ("" on failure, with a
   /// WARN naming the path).
   std::string dump(const char* reason, const std::string& path = "") const;

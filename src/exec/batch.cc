@@ -19,6 +19,7 @@
 #include "src/diag/flight_recorder.h"
 #include "src/exec/board.h"
 #include "src/exec/board_run.h"
+#include "src/exec/call_tag.h"
 #include "src/exec/connect.h"
 #include "src/exec/engine.h"
 #include "src/exec/progress_assist.h"
@@ -35,22 +36,25 @@ struct Task {
   std::shared_ptr<const Plan> plan;
   Reducer red;
   PlanRun run;
-  /// Collectives on the flag board (plan is null then) run here instead.
+  /// Collectives on the flag board (plan is null then) run here instead, and so does a
+  /// comm's group check (kGroupCheck: the first stage of its work, see buildWorks).
   BoardRun board;
   BoardPath boardPath = BoardPath::kNone;
-  bool progress() { return boardPath != BoardPath::kNone ? board.progress() : run.progress(); }
-  RunState state() const { return boardPath != BoardPath::kNone ? board.state() : run.state(); }
-  const std::string& error() const {
-    return boardPath != BoardPath::kNone ? board.error() : run.error();
-  }
-  int waitingOn() const {
-    return boardPath != BoardPath::kNone ? board.waitingOn() : run.waitingOn();
-  }
-  std::string describeWait() const {
-    return boardPath != BoardPath::kNone ? board.describeWait() : run.describeWait();
-  }
+  bool onBoard() const { return boardPath != BoardPath::kNone; }
+  bool groupCheck() const { return boardPath == BoardPath::kGroupCheck; }
+  bool progress() { return onBoard() ? board.progress() : run.progress(); }
+  RunState state() const { return onBoard() ? board.state() : run.state(); }
+  const std::string& error() const { return onBoard() ? board.error() : run.error(); }
+  /// What the error is: a mismatch found alike on every rank of a board (the comm stays
+  /// usable), one found on data from a peer or reported by it (the comm failed), or
+  /// another failure.
+  ncclResult_t errorCode() const { return onBoard() ? board.errorCode() : run.errorCode(); }
+  bool boardMismatch() const { return onBoard() && board.mismatch(); }
+  bool foundMismatch() const { return !onBoard() && run.foundMismatch(); }
+  int waitingOn() const { return onBoard() ? board.waitingOn() : run.waitingOn(); }
+  std::string describeWait() const { return onBoard() ? board.describeWait() : run.describeWait(); }
   const char* algorithm() const {
-    return boardPath != BoardPath::kNone ? boardPathName(boardPath) : plan->algorithm.c_str();
+    return onBoard() ? boardPathName(boardPath) : plan->algorithm.c_str();
   }
   /// The plan's Buf::kScratch working memory (kept across reuses of this Task).
   std::vector<uint64_t> scratch;
@@ -76,8 +80,13 @@ struct Stage {
 struct CommWork {
   Comm* comm = nullptr;
   size_t firstStage = 0, endStage = 0, stage = 0;
+  /// Stages run up to here for now: the group check until the connections are made
+  /// (connectAndRun), then to endStage.
+  size_t stop = 0;
+  bool checked = false;  ///< the first stage is a group check
   bool done = false;
   bool failed = false;
+  ncclResult_t code = ncclSuccess;  ///< why it failed
 };
 
 /// The executing thread's reusable storage for a batch: flat arrays whose capacity
@@ -145,12 +154,13 @@ Reducer makeReducer(Comm* comm, const OpRecord& op) {
 /// allowBoard: the op may run on the flag board (not for cost estimates: they need a plan).
 ncclResult_t makeTask(Comm* comm, const OpRecord& op, Task* t, bool allowBoard = true) {
   t->boardPath = allowBoard ? chooseBoardPath(comm, op) : BoardPath::kNone;
+  const CallTag tag = comm->settings.tagCalls ? makeCallTag(op) : CallTag();
   if (t->boardPath != BoardPath::kNone) {
     if (logEnabled(LogLevel::kInfo, kLogTuning))
       logBoardChoice(planArgsFor(comm, op), t->boardPath == BoardPath::kInline ? "inline" : "copy");
     t->op = op;
     t->plan.reset();
-    t->board.start(comm, t->op, t->boardPath);
+    t->board.start(comm, t->op, t->boardPath, tag);
     return ncclSuccess;
   }
   const PlanArgs args = planArgsFor(comm, op);
@@ -165,7 +175,7 @@ ncclResult_t makeTask(Comm* comm, const OpRecord& op, Task* t, bool allowBoard =
     scratch = t->scratch.data();
   }
   t->run.start(t->plan.get(), PlanBuffers{op.sendbuff, op.recvbuff, scratch}, t->red, comm,
-               direct);
+               direct, tag);
   return ncclSuccess;
 }
 
@@ -177,21 +187,41 @@ std::string describeOp(const Task& t) {
   return buf;
 }
 
+/// Fails w's remaining work with `code`. fatal: the communicator fails too (its peers
+/// stop waiting); not for a mismatch every rank found alike on the board (nothing
+/// moved: the comm stays usable, as after BRAID_CHECK's).
 void failWork(CommWork& w, Task* t, ncclResult_t code, const std::string& why,
-              const char* reason) {
+              const char* reason, bool fatal = true) {
   if (w.failed) return;
   w.failed = true;
   w.done = true;
+  w.code = code;
   if (t) setError(code, w.comm, "%s failed: %s", describeOp(*t).c_str(), why.c_str());
   else setError(code, w.comm, "%s: %s", w.comm->who().c_str(), why.c_str());
   if (t && w.comm->recorder) w.comm->recorder->finished(t->op.frSeq, false, why.c_str());
-  w.comm->fatal(code, reason);
+  if (fatal) w.comm->fatal(code, reason);
+  else if (w.comm->recorder) w.comm->recorder->dump(reason);
 }
 
-/// Progress the current stage of w; advances stages. Returns whether anything moved.
+/// Fails w for the error of task t. A failed group check fails every op of the group
+/// on that comm (none ran).
+void failTask(Scratch& sc, CommWork& w, Task* t) {
+  if (t->groupCheck() && w.comm->recorder) {
+    for (size_t st = w.firstStage + 1; st < w.endStage; ++st)
+      for (size_t l = sc.stages[st].firstLane; l < sc.stages[st].firstLane + sc.stages[st].nLanes; ++l)
+        for (Task* o = sc.lanes[l].cur; o; o = o->nextInLane)
+          w.comm->recorder->finished(o->op.frSeq, false, t->error().c_str());
+  }
+  if (t->boardMismatch())
+    return failWork(w, t, ncclInvalidUsage, t->error(), "mismatch", /*fatal=*/false);
+  failWork(w, t, t->errorCode(), t->error(), t->foundMismatch() ? "mismatch" : "peer");
+}
+
+/// Progress the current stage of w; advances stages up to w.stop. Returns whether
+/// anything moved.
 bool advance(Scratch& sc, CommWork& w) {
   bool moved = false;
-  while (w.stage < w.endStage) {
+  while (w.stage < w.stop) {
     const Stage& st = sc.stages[w.stage];
     bool stageDone = true;
     for (size_t l = st.firstLane; l < st.firstLane + st.nLanes; ++l) {
@@ -199,7 +229,7 @@ bool advance(Scratch& sc, CommWork& w) {
       while (Task* t = lane.cur) {
         moved |= t->progress();
         if (t->state() == RunState::kError) {
-          failWork(w, t, ncclRemoteError, t->error(), "peer");
+          failTask(sc, w, t);
           return true;
         }
         if (t->state() != RunState::kDone) break;
@@ -212,9 +242,12 @@ bool advance(Scratch& sc, CommWork& w) {
     if (!stageDone) return moved;
     ++w.stage;
   }
-  w.done = true;
+  if (w.stage == w.endStage) w.done = true;
   return true;
 }
+
+/// Whether the progress loop has nothing (more) to do for w now.
+bool idleWork(const CommWork& w) { return w.done || w.stage >= w.stop; }
 
 /// The unfinished tasks of w's current stage (for messages and peer checks).
 std::vector<Task*> runningTasks(Scratch& sc, CommWork& w) {
@@ -230,7 +263,7 @@ void checkStalled(Scratch& sc, CommWork& w, bool timedOut, int64_t stalledMs) {
   for (Task* t : runningTasks(sc, w)) {
     int peer = t->waitingOn();
     std::string why;
-    const bool gone = t->boardPath != BoardPath::kNone
+    const bool gone = t->onBoard()
                           ? peer >= 0 && !w.comm->board->peerAlive(peer, &why)
                           : (peer >= 0 || peer == kSwitchPeer) &&
                                 w.comm->checkPeer(peer, &why) != ncclSuccess;
@@ -258,14 +291,14 @@ ncclResult_t runAll(Scratch& sc) {
   for (;;) {
     bool allDone = true, moved = false;
     for (CommWork& w : works) {
-      if (w.done) continue;
+      if (idleWork(w)) continue;
       moved |= advance(sc, w);
-      if (!w.done) allDone = false;
+      if (!idleWork(w)) allDone = false;
     }
     if (allDone) break;
     if ((++loops & 1023) == 0 || !moved) {
       for (CommWork& w : works)
-        if (!w.done && (w.comm->abortFlag.load(std::memory_order_relaxed) ||
+        if (!idleWork(w) && (w.comm->abortFlag.load(std::memory_order_relaxed) ||
                         w.comm->revoked.load(std::memory_order_relaxed))) {
           auto running = runningTasks(sc, w);
           failWork(w, running.empty() ? nullptr : running.front(), ncclInvalidUsage,
@@ -283,11 +316,11 @@ ncclResult_t runAll(Scratch& sc) {
     int64_t stalled = 0;
     if (stall.idle(&timedOut, &stalled))
       for (CommWork& w : works)
-        if (!w.done) checkStalled(sc, w, timedOut, stalled);
+        if (!idleWork(w)) checkStalled(sc, w, timedOut, stalled);
   }
   ncclResult_t first = ncclSuccess;
   for (CommWork& w : works)
-    if (w.failed && first == ncclSuccess) first = ncclResult_t(w.comm->asyncError.load());
+    if (w.failed && first == ncclSuccess) first = w.code;
   return first;
 }
 
@@ -297,10 +330,33 @@ ncclResult_t buildWorks(const std::vector<OpRecord>& ops, Scratch& sc) {
   for (const OpRecord& op : ops)
     if (std::find(sc.comms.begin(), sc.comms.end(), op.comm) == sc.comms.end())
       sc.comms.push_back(op.comm);
+  std::vector<const OpRecord*> colls;
   for (Comm* c : sc.comms) {
     CommWork w;
     w.comm = c;
     w.firstStage = w.stage = sc.stages.size();
+    // Collectives that run as plans on a comm with a board: all of this group's
+    // collectives on it are shown there first, in one phase, before any connection is
+    // made (board_run.h): a mismatch is found with nothing connected or moved.
+    colls.clear();
+    bool planned = false;
+    for (const OpRecord& op : ops)
+      if (op.comm == c && op.coll != Coll::kSendRecv && op.rma == 0) {
+        colls.push_back(&op);
+        planned |= op.mem == MemKind::kHost && chooseBoardPath(c, op) == BoardPath::kNone;
+      }
+    if (planned && c->board && c->settings.tagCalls) {
+      Task* t = sc.newTask();
+      t->op = *colls.front();
+      t->op.frSeq = OpRecord::kNoFrSeq;  // not an op of its own
+      t->plan.reset();
+      t->boardPath = BoardPath::kGroupCheck;
+      t->opIndex = c->opCount;
+      t->board.startGroupCheck(c, t->op, makeFingerprint(colls));
+      sc.stages.push_back(Stage{sc.lanes.size(), 1, false});
+      sc.lanes.push_back(Lane{t, t, false, -1});
+      w.checked = true;
+    }
     for (const OpRecord& op : ops) {
       if (op.comm != c) continue;
       Task* t = sc.newTask();
@@ -325,10 +381,25 @@ ncclResult_t buildWorks(const std::vector<OpRecord>& ops, Scratch& sc) {
       else lane->cur = t;
       lane->tail = t;
     }
-    w.endStage = sc.stages.size();
+    w.endStage = w.stop = sc.stages.size();
     sc.works.push_back(w);
   }
   return ncclSuccess;
+}
+
+/// Runs the works' group checks (where some have one) before the connections are made:
+/// a comm whose check failed is done (failed) and its connections are not made (its
+/// peers do not make them either). Returns the first failure.
+ncclResult_t runGroupChecks(Scratch& sc) {
+  if (std::none_of(sc.works.begin(), sc.works.end(), [](const CommWork& w) { return w.checked; }))
+    return ncclSuccess;
+  for (CommWork& w : sc.works) w.stop = w.firstStage + (w.checked ? 1 : 0);
+  const ncclResult_t r = runAll(sc);
+  for (CommWork& w : sc.works) {
+    if (w.failed) sc.connector.forget(w.comm);
+    w.stop = w.endStage;
+  }
+  return r;
 }
 
 /// BRAID_CHECK: every communicator of `ops` that checks and has collectives in them
@@ -370,6 +441,7 @@ ncclResult_t checkCollectives(const std::vector<OpRecord>& ops, Scratch& sc,
     exchange.push_back(op);
   }
   ncclResult_t r = buildWorks(exchange, sc);
+  if (r == ncclSuccess) r = runGroupChecks(sc);
   if (r == ncclSuccess) r = sc.connector.connect();
   if (r == ncclSuccess) r = runAll(sc);
   sc.reset();
@@ -439,6 +511,8 @@ ncclResult_t runOps(const std::vector<OpRecord>& batchOps, Scratch& sc,
     hostOps = &hostOnly;
   }
   r = buildWorks(*hostOps, sc);
+  // Group checks fail only their comm's work (the others go on).
+  const ncclResult_t groupCheck = r == ncclSuccess ? runGroupChecks(sc) : ncclSuccess;
   if (r == ncclSuccess) r = sc.connector.connect();
   if (r != ncclSuccess) {
     for (const OpRecord& op : *hostOps)
@@ -447,6 +521,7 @@ ncclResult_t runOps(const std::vector<OpRecord>& batchOps, Scratch& sc,
     return r;
   }
   r = runAll(sc);
+  if (groupCheck != ncclSuccess) return groupCheck;
   return r != ncclSuccess ? r : mismatch;
 }
 

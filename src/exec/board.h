@@ -5,19 +5,22 @@
 // one cache line, the addresses of the rank's current buffers next to them, and
 // kInlineAreas inline data areas (phase t uses area t mod kInlineAreas). Collectives
 // that run on the board (src/exec/board_run.h) are sequences of phases: a rank writes what it
-// contributes (inline data or buffer addresses), publishes the next phase, and waits
-// until every rank has published it. Between phases it reads the others' inline data
-// or, for larger messages, their buffers directly: memcpy within one process,
-// process_vm_readv between processes (single copy; probed at init, used only where
-// every pair may read each other).
+// contributes (inline data or buffer addresses), publishes the next phase with the tag
+// of its call (src/exec/call_tag.h), and waits until every rank has published it. Between
+// phases it reads the others' inline data or, for larger messages, their buffers
+// directly: memcpy within one process, process_vm_readv between processes (single copy;
+// probed at init, used only where every pair may read each other).
 //
-// Why the inline areas need no acknowledgement: with K areas, a rank publishes phase t
-// only after seeing every rank at t-(K-1) (every collective starts by checking that),
-// and a rank reaches t-(K-1) only after it finished reading what was published at
-// t-K, which is what phase t overwrites. So rooted collectives need not wait for
-// everyone: a broadcast's root publishes its data and returns, the others read it once
-// the root's phase is there and then publish theirs; a reduce's non-roots publish their
-// parts and return; a root may run up to K-1 such collectives ahead of the slowest rank.
+// Every collective on a communicator with a board publishes a phase when it starts,
+// also those that then run as plans (a check phase), and compares every rank's tag
+// before anyone reads or reduces: a rank that called another collective, count, type,
+// op or root is found by every rank at the same phase, before any data moved.
+//
+// Why the inline areas and tags need no acknowledgement: every phase is a barrier (a
+// rank waits for every rank to publish phase t before it writes anything for t+1), so
+// no rank is ever more than one phase ahead of another. A rank writes area and tag
+// t+1 mod 2 only after every rank published t, that is, after every rank finished
+// reading what was published at t-1 (the same area and tag).
 #pragma once
 #include <sys/types.h>
 
@@ -28,6 +31,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "src/exec/call_tag.h"
 
 namespace braid {
 
@@ -35,16 +39,18 @@ struct Comm;
 
 class Board {
  public:
-  /// Inline areas per rank: how many phases a rank may publish ahead of the slowest.
-  static constexpr uint64_t kInlineAreas = 8;
-  /// One rank's slot header (one cache line).
+  /// Inline areas per rank (phase t uses area t mod 2: see above).
+  static constexpr uint64_t kInlineAreas = 2;
+  /// One rank's slot header (one cache line: what a waiting rank polls holds the tags).
   struct alignas(64) Slot {
     std::atomic<uint64_t> phase;   ///< the last phase this rank published
     std::atomic<uint32_t> failed;  ///< nonzero: this rank failed (its ncclResult_t)
     uint32_t pad;
     uint64_t sendAddr;  ///< this rank's buffers in its own address space, written
     uint64_t recvAddr;  ///< before the phase that announces them
+    CallTag tags[2];    ///< the call of phase t in tags[t % 2], written before it
   };
+  static_assert(sizeof(Slot) == 64, "a board slot header is one cache line");
 
   /// Collective: every rank of `comm` calls it at init (after the peer table and the
   /// layout are set). Makes the board when rank 0 asks for one (BRAID_BOARD; its
@@ -66,33 +72,37 @@ class Board {
   /// Every rank lives in this process (single copy is memcpy).
   bool allLocal() const { return allLocal_; }
 
+  /// Bytes of a rank's check area: a group's collectives (a CollFingerprint) for the
+  /// group check phase (board_run.h), two of them (phase t uses t mod 2, as the tags).
+  static constexpr size_t kCheckAreaBytes = 128;
+
   Slot& slot(int r) const { return *reinterpret_cast<Slot*>(base_ + slotOffset(r)); }
+  /// Rank r's check area for phase `phase`.
+  char* checkArea(int r, uint64_t phase) const {
+    return base_ + slotOffset(r) + sizeof(Slot) + (phase % 2) * kCheckAreaBytes;
+  }
   /// Rank r's inline area for phase `phase`.
   char* inlineData(int r, uint64_t phase) const {
-    return base_ + slotOffset(r) + 64 + (phase % kInlineAreas) * inlineBytes_;
-  }
-  /// The phase every rank must have reached before this rank publishes its next one.
-  uint64_t safePhase() const {
-    return phase_ + 2 > kInlineAreas ? phase_ + 2 - kInlineAreas : 0;
+    return base_ + slotOffset(r) + kAreasOffset + (phase % kInlineAreas) * inlineBytes_;
   }
   /// The last phase this rank published, and the next one.
   uint64_t phase() const { return phase_; }
   uint64_t nextPhase() const { return phase_ + 1; }
-  /// Publishes the next phase (after the inline data and addresses were written).
-  uint64_t publish() {
-    slot(rank_).phase.store(++phase_, std::memory_order_release);
+  /// Publishes the next phase, for call `tag` (after the inline data and addresses
+  /// were written).
+  uint64_t publish(const CallTag& tag) {
+    Slot& s = slot(rank_);
+    ++phase_;
+    s.tags[phase_ % 2] = tag;
+    s.phase.store(phase_, std::memory_order_release);
     return phase_;
   }
+  /// The tag rank r published with `phase` (valid once every rank reached `phase`,
+  /// until this rank publishes the next one).
+  const CallTag& tag(int r, uint64_t phase) const { return slot(r).tags[phase % 2]; }
   /// Whether every rank has published `phase`; otherwise *lagging is one that has not.
   /// A rank that failed: returns false with *failedRank set.
   bool allReached(uint64_t phase, int* lagging, int* failedRank) const;
-  /// Whether rank r has published `phase` (*failedRank = r if it failed instead).
-  bool reached(int r, uint64_t phase, int* failedRank) const {
-    const Slot& s = slot(r);
-    if (s.phase.load(std::memory_order_acquire) >= phase) return true;
-    if (s.failed.load(std::memory_order_relaxed) != 0) *failedRank = r;
-    return false;
-  }
   /// Tells the other ranks this one failed (they stop waiting for it).
   void markFailed(ncclResult_t code);
   /// Whether rank r still runs (same-machine pid check); *why says otherwise.
@@ -106,6 +116,7 @@ class Board {
  private:
   Board() = default;
   size_t slotOffset(int r) const { return size_t(r) * slotBytes_; }
+  static constexpr size_t kAreasOffset = sizeof(Slot) + 2 * kCheckAreaBytes;
 
   char* base_ = nullptr;
   std::string name_;  ///< the segment's name (ranks of one process share its mapping)

@@ -15,6 +15,7 @@
 #include "src/exec/batch.h"
 #include "src/exec/board.h"
 #include "src/exec/board_run.h"
+#include "src/exec/call_tag.h"
 #include "src/exec/stall.h"
 
 namespace braid {
@@ -22,13 +23,16 @@ namespace {
 
 /// Fails the op: the error (naming the call and the comm), the flight record, and the
 /// communicator's fatal state (so its peers stop waiting for it).
+/// fatal: false for a mismatch (found alike by every rank before anything moved: the
+/// comm stays usable).
 ncclResult_t failOp(Comm* c, const OpRecord& op, uint64_t opIndex, ncclResult_t code,
-                    const std::string& why, const char* reason) {
+                    const std::string& why, const char* reason, bool fatal = true) {
   setError(code, c, "%s (%s, op #%llu, count %zu %s) failed: %s", op.call, c->who().c_str(),
            static_cast<unsigned long long>(opIndex), op.count, dataTypeName(op.type),
            why.c_str());
   if (c->recorder) c->recorder->finished(op.frSeq, false, why.c_str());
-  c->fatal(code, reason);
+  if (fatal) c->fatal(code, reason);
+  else if (c->recorder) c->recorder->dump(reason);
   return code;
 }
 
@@ -64,13 +68,15 @@ bool runOnBoardDirectly(const OpRecord& in, ncclResult_t* result) {
   const uint64_t opIndex = c->opCount++;
   if (logEnabled(LogLevel::kInfo, kLogTuning))
     logBoardChoice(planArgsFor(c, op), path == BoardPath::kInline ? "inline" : "copy");
-  run.start(c, op, path);
+  run.start(c, op, path, c->settings.tagCalls ? makeCallTag(op) : CallTag());
   Stall stall(c->settings);
   for (uint64_t loops = 0;; ++loops) {
     const bool moved = run.progress();
     if (run.state() == RunState::kDone) break;
     if (run.state() == RunState::kError) {
-      *result = failOp(c, op, opIndex, ncclRemoteError, run.error(), "peer");
+      *result = run.mismatch()
+                    ? failOp(c, op, opIndex, ncclInvalidUsage, run.error(), "mismatch", false)
+                    : failOp(c, op, opIndex, run.errorCode(), run.error(), "peer");
       return true;
     }
     if ((loops & 1023) == 0 || !moved) {

@@ -9,6 +9,9 @@
 namespace braid {
 namespace {
 
+static_assert(sizeof(CollFingerprint) <= Board::kCheckAreaBytes,
+              "a group's fingerprint fits a board check area");
+
 /// Elements are reduced in blocks of this many bytes (read from another process into
 /// a bounce buffer first), so the sources and the partial result stay in cache.
 constexpr uint64_t kBlockBytes = 32 << 10;
@@ -60,25 +63,72 @@ const char* boardPathName(BoardPath p) {
   switch (p) {
     case BoardPath::kInline: return "board-inline";
     case BoardPath::kCopy: return "board-copy";
+    case BoardPath::kGroupCheck: return "board-check";
     default: return "none";
   }
 }
 
-void BoardRun::start(Comm* comm, const OpRecord& op, BoardPath path) {
+void BoardRun::start(Comm* comm, const OpRecord& op, BoardPath path, const CallTag& tag) {
   b_ = comm->board.get();
   op_ = &op;
-  red_ = Reducer(op.type, reduces(op.coll) ? op.op : ncclSum, comm->nranks);
+  tag_ = tag;
+  // PreMulSum never runs on the board (only its check phase): no reducer for it.
+  const bool userOp = int(op.op) >= int(ncclNumOps);
+  red_ = Reducer(op.type, reduces(op.coll) && !userOp ? op.op : ncclSum, comm->nranks);
   path_ = path;
   stage_ = 0;
-  // First, everyone is far enough (rooted collectives return without waiting for all)
-  // that this run's phases overwrite no inline area someone still reads.
-  target_ = b_->safePhase();
-  waiting_ = target_ > 0;
-  waitRank_ = -1;
+  waiting_ = false;
   lagging_ = -1;
   stagedResult_ = false;
+  mismatch_ = false;
+  failedCode_ = ncclRemoteError;
   state_ = RunState::kRunning;
   error_.clear();
+}
+
+void BoardRun::startGroupCheck(Comm* comm, const OpRecord& op, const CollFingerprint& f) {
+  group_ = f;
+  start(comm, op, BoardPath::kGroupCheck, makeGroupTag(f));
+}
+
+bool BoardRun::tagsAgree() {
+  const int n = b_->nranks();
+  bool same = true;
+  for (int r = 0; r < n && same; ++r) same = b_->tag(r, target_) == tag_;
+  // Equal tags: the same call; for group checks the whole fingerprints must agree too.
+  auto groupOf = [&](int r) {
+    CollFingerprint f;
+    std::memcpy(&f, b_->checkArea(r, target_), sizeof f);
+    return f;
+  };
+  if (same && !isGroupTag(tag_)) return true;
+  if (same) {
+    for (int r = 0; r < n && same; ++r) {
+      const CollFingerprint f = groupOf(r);
+      same = std::memcmp(&f, &group_, sizeof f) == 0;
+    }
+    if (same) return true;
+  }
+  // Every rank's calls as fingerprints (a group's from its check area), compared alike
+  // on every rank: the message names the ranks on each side and both calls.
+  std::vector<CollFingerprint> all;
+  all.reserve(size_t(n));
+  for (int r = 0; r < n; ++r) {
+    const CallTag t = b_->tag(r, target_);
+    if (!isGroupTag(t)) {
+      all.push_back(fingerprintOfTag(t));
+      continue;
+    }
+    all.push_back(groupOf(r));
+    cutToTagBits(&all.back());
+  }
+  std::string why = compareFingerprints(all, "collective mismatch");
+  if (why.empty())  // the same calls, but the ranks run them differently (not expected)
+    why = "collective mismatch: the ranks made the same calls but not in the same groups "
+          "(a group check on some ranks, a flag-board collective on others)";
+  fail(why);
+  mismatch_ = true;
+  return false;
 }
 
 void BoardRun::fail(const std::string& why) {
@@ -91,13 +141,17 @@ bool BoardRun::progress() {
   bool moved = false;
   while (state_ == RunState::kRunning) {
     if (waiting_) {
-      int lag = waitRank_, failed = -1;
-      if (waitRank_ >= 0 ? !b_->reached(waitRank_, target_, &failed)
-                         : !b_->allReached(target_, &lag, &failed)) {
+      int lag = -1, failed = -1;
+      if (!b_->allReached(target_, &lag, &failed)) {
         lagging_ = lag;
-        if (failed >= 0)
-          fail("rank " + std::to_string(failed) + " failed while this collective ran on the "
-               "flag board");
+        if (failed >= 0) {
+          const bool mism = b_->slot(failed).failed.load(std::memory_order_relaxed) ==
+                            uint32_t(ncclInvalidUsage);
+          fail("rank " + std::to_string(failed) +
+               (mism ? " found a collective mismatch" : " failed") +
+               " while this collective ran on the flag board");
+          failedCode_ = mism ? ncclInvalidUsage : ncclRemoteError;
+        }
         return moved;
       }
       waiting_ = false;
@@ -109,8 +163,7 @@ bool BoardRun::progress() {
 }
 
 void BoardRun::publishAndWait() {
-  target_ = b_->publish();
-  waitRank_ = -1;
+  target_ = b_->publish(tag_);
   waiting_ = true;
   ++stage_;
 }
@@ -204,34 +257,31 @@ void BoardRun::runStage() {
   const uint64_t ts = red_.typeSize(), S = uint64_t(op_->count) * ts;
   const char* send = static_cast<const char*>(op_->sendbuff);
   char* recv = static_cast<char*>(op_->recvbuff);
+  // Every path's first phase is published with the call's tag: compare before using
+  // anything another rank wrote.
+  if (stage_ == 1 && !tagsAgree()) return;
+  if (path_ == BoardPath::kGroupCheck) {
+    if (stage_ == 0) {
+      std::memcpy(b_->checkArea(me, b_->nextPhase()), &group_, sizeof group_);
+      return publishAndWait();
+    }
+    state_ = RunState::kDone;
+    return;
+  }
   if (path_ == BoardPath::kInline) {
-    const bool root = me == op_->root;
-    // Only the root contributes / only the root needs the result.
-    const bool fromRoot = op_->coll == Coll::kBroadcast || op_->coll == Coll::kScatter;
-    const bool toRoot = op_->coll == Coll::kReduce || op_->coll == Coll::kGather;
-    if (stage_ == 1) {
-      inlineResult();
-      if (fromRoot && !root && state_ == RunState::kDone) b_->publish();  // done reading
-      return;
-    }
-    if (fromRoot && !root) {  // wait for the root's part only, read it, then publish
-      target_ = b_->nextPhase();
-      waitRank_ = op_->root;
-      waiting_ = true;
-      stage_ = 1;
-      return;
-    }
-    // Our part into this phase's inline area.
+    if (stage_ == 1) return inlineResult();
+    // Our part into this phase's inline area (only the root's counts where it alone
+    // contributes), then everyone's phase.
     char* mine = b_->inlineData(me, b_->nextPhase());
     switch (op_->coll) {
-      case Coll::kBroadcast: std::memcpy(mine, send, S); break;
-      case Coll::kScatter: std::memcpy(mine, send, S * uint64_t(n)); break;
+      case Coll::kBroadcast:
+        if (me == op_->root) std::memcpy(mine, send, S);
+        break;
+      case Coll::kScatter:
+        if (me == op_->root) std::memcpy(mine, send, S * uint64_t(n));
+        break;
       case Coll::kReduceScatter: case Coll::kAllToAll: std::memcpy(mine, send, S * uint64_t(n)); break;
       default: std::memcpy(mine, send, S); break;
-    }
-    if ((fromRoot && root) || (toRoot && !root)) {  // nothing to wait for
-      target_ = b_->publish();
-      return inlineResult();
     }
     return publishAndWait();
   }

@@ -2,13 +2,21 @@
 // instead of through a Plan and the FIFOs. Two paths, chosen per call by size alike on
 // every rank (chooseBoardPath):
 //   inline  each rank's part fits the board's inline area: one phase (write, publish,
-//           wait for all, compute the result from every rank's inline data);
+//           wait for all, compute the result from every rank's inline data; rooted
+//           collectives too: a broadcast's root waits for the others to arrive);
 //   copy    single copy: ranks publish their buffer addresses and read each other's
 //           buffers directly (memcpy in one process, process_vm_readv between
 //           processes), with one more phase so no rank returns while its buffers are
 //           being read. All-reduce is two-shot: rank r reduces chunk r of every rank's
 //           input (in rank order, so every rank gets the same bits), then every rank
 //           copies the other chunks from their owners.
+// A third, kGroupCheck, moves no data: the one phase a group (or a single call) with
+// collectives that run as plans publishes before its connections are made and its
+// plans run, carrying the fingerprint of all the group's collectives on that comm (in
+// the board's check area), so that they are compared like the others' (board.h).
+// Every path compares every rank's tag of its first phase (and the fingerprints of
+// group checks) before it reads or reduces anything: a mismatch fails the run on every
+// rank alike (mismatch()), with no data moved, so the communicator stays usable.
 // Like PlanRun, progress() never blocks: the batch's progress loop waits, checks peers,
 // times out and aborts for it.
 #pragma once
@@ -17,6 +25,7 @@
 #include <vector>
 
 #include "src/core/op.h"
+#include "src/diag/fingerprint.h"
 #include "src/exec/engine.h"
 #include "src/reduce/reducer.h"
 
@@ -25,7 +34,7 @@ namespace braid {
 class Board;
 struct Comm;
 
-enum class BoardPath : uint8_t { kNone, kInline, kCopy };
+enum class BoardPath : uint8_t { kNone, kInline, kCopy, kGroupCheck };
 
 /// The board path for `op` (the same answer on every rank making the same call), or
 /// kNone: the op goes through a Plan.
@@ -34,11 +43,21 @@ const char* boardPathName(BoardPath p);
 
 class BoardRun {
  public:
-  /// `op` must stay valid until the run is over.
-  void start(Comm* comm, const OpRecord& op, BoardPath path);
+  /// `op` must stay valid until the run is over. tag: op's call (compared with every
+  /// rank's at the first phase; untagged on every rank when the check is off).
+  void start(Comm* comm, const OpRecord& op, BoardPath path, const CallTag& tag);
+  /// The group check phase for the collectives of fingerprint `f` (op: the first of
+  /// them, for messages).
+  void startGroupCheck(Comm* comm, const OpRecord& op, const CollFingerprint& f);
   bool progress();
   RunState state() const { return state_; }
   const std::string& error() const { return error_; }
+  /// The error is a collective mismatch, found alike by every rank (nothing moved):
+  /// ncclInvalidUsage, and the communicator stays usable.
+  bool mismatch() const { return mismatch_; }
+  /// The error's code: ncclInvalidUsage for a mismatch (ours, or the rank whose
+  /// failure stopped us found one), ncclRemoteError otherwise.
+  ncclResult_t errorCode() const { return mismatch_ ? ncclInvalidUsage : failedCode_; }
   /// The rank a wait is on (-1 if none).
   int waitingOn() const { return waiting_ ? lagging_ : -1; }
   std::string describeWait() const;
@@ -47,6 +66,8 @@ class BoardRun {
   /// Does the work after the current wait; publishes the next phase or finishes.
   void runStage();
   void publishAndWait();
+  /// After the first phase: whether every rank published the same call.
+  bool tagsAgree();
   void fail(const std::string& why);
   /// Result of reducing `elems` elements at byte offset `off` of every rank's send
   /// buffer (rank order), into dst.
@@ -56,12 +77,15 @@ class BoardRun {
 
   Board* b_ = nullptr;
   const OpRecord* op_ = nullptr;  ///< the caller's record (outlives the run)
+  CallTag tag_;
+  CollFingerprint group_;  ///< kGroupCheck: what goes into the check area
+  bool mismatch_ = false;
+  ncclResult_t failedCode_ = ncclRemoteError;
   Reducer red_;
   BoardPath path_ = BoardPath::kNone;
   int stage_ = 0;
   bool waiting_ = false;
-  uint64_t target_ = 0;  ///< the phase waited for
-  int waitRank_ = -1;    ///< ... by this rank only (-1: every rank)
+  uint64_t target_ = 0;  ///< the phase waited for (by every rank)
   int lagging_ = -1;
   bool stagedResult_ = false;  ///< all-to-all in place: results wait in staged_
   std::vector<char> staged_;

@@ -49,6 +49,14 @@ void Connector::note(Comm* c, const Plan& plan) {
     }
 }
 
+void Connector::forget(const Comm* c) {
+  auto mine = [c](const std::pair<Comm*, uint64_t>& item) { return item.first == c; };
+  missingSend_.erase(std::remove_if(missingSend_.begin(), missingSend_.end(), mine),
+                     missingSend_.end());
+  missingRecv_.erase(std::remove_if(missingRecv_.begin(), missingRecv_.end(), mine),
+                     missingRecv_.end());
+}
+
 ncclResult_t Connector::connect() {
   struct Pending {
     Comm* comm;

@@ -23,6 +23,8 @@ class Connector {
   /// Makes every noted connection; every rank must call this with the same notes
   /// (the same ops), as the ranks of a collective do.
   ncclResult_t connect();
+  /// Drops the notes of comm `c` (its work failed before its connections were made).
+  void forget(const Comm* c);
   void clear() {
     missingSend_.clear();
     missingRecv_.clear();

@@ -76,19 +76,22 @@ std::string peerName(int peer) {
 }
 
 const char* closeReason(uint32_t why) {
-  return why == kFifoSenderAborted ? "the sending side aborted"
-                                   : "the receiving side aborted";
+  switch (why) {
+    case kFifoSenderAborted: return "the sending side aborted";
+    case kFifoMismatch: return "that rank found a collective mismatch";
+    default: return "the receiving side aborted";
+  }
 }
 
 }  // namespace
 
 PlanRun::PlanRun(const Plan* plan, PlanBuffers bufs, const Reducer& red, ConnTable* conns,
-                 bool allowDirect) {
-  start(plan, bufs, red, conns, allowDirect);
+                 bool allowDirect, const CallTag& tag) {
+  start(plan, bufs, red, conns, allowDirect, tag);
 }
 
 void PlanRun::start(const Plan* plan, PlanBuffers bufs, const Reducer& red, ConnTable* conns,
-                    bool allowDirect) {
+                    bool allowDirect, const CallTag& tag) {
   plan_ = plan;
   bufs_ = bufs;
   red_ = red;
@@ -97,7 +100,10 @@ void PlanRun::start(const Plan* plan, PlanBuffers bufs, const Reducer& red, Conn
   streamOut_ = plan->outputElems * red.typeSize() >= conns->streamOutputMinBytes();
   programs_.assign(plan->programs.size(), ProgramState{});
   directUsed_.clear();
+  tag_ = tag;
   error_.clear();
+  errorCode_ = ncclSuccess;
+  foundMismatch_ = false;
   state_ = plan->programs.empty() ? RunState::kDone : RunState::kRunning;
 }
 
@@ -108,10 +114,23 @@ char* PlanRun::regionPtr(const Region& r) const {
   return base + r.offset * red_.typeSize();
 }
 
-void PlanRun::fail(const std::string& why) {
+void PlanRun::fail(const std::string& why, ncclResult_t code) {
   if (state_ == RunState::kError) return;
   state_ = RunState::kError;
   error_ = why;
+  errorCode_ = code;
+}
+
+void PlanRun::mismatch(int peer, const CallTag& theirs) {
+  fail(tagMismatchMessage(tag_, peer, theirs), ncclInvalidUsage);
+  foundMismatch_ = true;
+}
+
+void PlanRun::failClosed(const char* dir, int peer, uint32_t why) {
+  const std::string w = conns_->whyClosed(peer);
+  fail(std::string("connection ") + dir + " " + peerName(peer) + " closed: " + closeReason(why) +
+           (w.empty() ? w : " (" + w + ")"),
+       why == kFifoMismatch ? ncclInvalidUsage : ncclRemoteError);
 }
 
 bool PlanRun::progress() {
@@ -130,7 +149,7 @@ bool PlanRun::progress() {
   for (const auto& d : directUsed_) {
     FifoSender* s = d.first;
     if (!s->drained()) {
-      if (uint32_t why = s->closed()) fail(std::string("connection closed: ") + closeReason(why));
+      if (uint32_t why = s->closed()) failClosed("to", d.second, why);
       return moved;
     }
   }
@@ -203,14 +222,14 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         char* slot = out->acquire();
         if (!slot) break;
         if (direct) {
-          out->commitDirect(src + ps.done, total - ps.done);
+          out->commitDirect(src + ps.done, total - ps.done, tag_);
           ps.done = total;
           noteDirect(out, s.sendPeer);
           break;
         }
         uint64_t n = std::min<uint64_t>(total - ps.done, slice(out));
         emit(nullptr, slot, src + ps.done, nullptr, n, flags & kPreOp, false, stream);
-        out->commit(n);
+        out->commit(n, tag_);
         ps.done += n;
       }
       break;
@@ -221,6 +240,7 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         const char* p;
         uint64_t n = std::min(in->peek(&p), total - ps.done);
         if (n == 0) break;
+        if (!tagMatches(in, s.recvPeer)) return true;
         DirectPin pin(in);
         if (!pin.ok()) break;  // reported below as a closed connection
         if (in->frontIsRemote() && flags == 0) {  // one copy, straight into place
@@ -243,6 +263,7 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         const char* p;
         uint64_t n = std::min(in->peek(&p), total - ps.done);
         if (n == 0) break;
+        if (!tagMatches(in, s.recvPeer)) return true;
         char* slot = out->acquire();
         if (!slot) break;
         DirectPin pin(in);
@@ -256,11 +277,11 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
           char* to = dst + ps.done;
           if (!pull(in, s.recvPeer, to, p, n)) return true;
           if (forwardDirect) {
-            out->commitDirect(to, n);
+            out->commitDirect(to, n, tag_);
             noteDirect(out, s.sendPeer);
           } else {
             emit(nullptr, slot, to, nullptr, n, 0, false, stream);
-            out->commit(n);
+            out->commit(n, tag_);
           }
           in->release(n);
           ps.done += n;
@@ -272,7 +293,7 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         const bool keep = s.kind != StepKind::kRecvReduceSend;
         emit(keep ? dst + ps.done : nullptr, slot, p, reduce ? src + ps.done : nullptr, n,
              reduce ? flags : 0, reduce, stream);
-        out->commit(n);
+        out->commit(n, tag_);
         in->release(n);
         ps.done += n;
       }
@@ -284,6 +305,7 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         const char* p;
         uint64_t n = std::min(in->peek(&p), total - ps.done);
         if (n == 0) break;
+        if (!tagMatches(in, s.recvPeer)) return true;
         DirectPin pin(in);
         if (!pin.ok()) break;
         if (in->frontIsRemote() && !pullBounce(in, s.recvPeer, &p, &n, kRecvBounce)) return true;
@@ -299,16 +321,10 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
     // input may still hold the peer's last bytes: only an empty one is an error, or
     // one whose next bytes are a zero-copy entry (the sender's buffer is gone).
     const char* p;
-    auto why = [&](int peer) {
-      const std::string w = conns_->whyClosed(peer);
-      return w.empty() ? w : " (" + w + ")";
-    };
     if (in && in->closed() && (in->peek(&p) == 0 || in->frontIsDirect()))
-      fail("connection from " + peerName(s.recvPeer) + " closed: " +
-           closeReason(in->closed()) + why(s.recvPeer));
+      failClosed("from", s.recvPeer, in->closed());
     else if (out && out->closed())
-      fail("connection to " + peerName(s.sendPeer) + " closed: " +
-           closeReason(out->closed()) + why(s.sendPeer));
+      failClosed("to", s.sendPeer, out->closed());
   }
   return ps.done != start;
 }

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "algorithms/plan.h"
+#include "nccl.h"
+#include "src/exec/call_tag.h"
 #include "src/exec/fifo.h"
 #include "src/reduce/reducer.h"
 
@@ -74,19 +76,25 @@ class PlanRun {
   PlanRun() = default;
   /// `plan` and `conns` must outlive the run. allowDirect: the send buffer stays
   /// unchanged until the run is done (out-of-place), so zero-copy entries may point
-  /// into it.
+  /// into it. tag: the call's tag, written into every slot this run fills and compared
+  /// with the tag of every slot it reads (untagged: nothing is compared).
   PlanRun(const Plan* plan, PlanBuffers bufs, const Reducer& red, ConnTable* conns,
-          bool allowDirect);
+          bool allowDirect, const CallTag& tag = CallTag());
   /// Re-initialises this object for a new run (as the constructor; keeps the
   /// allocations of the previous run, so a reused PlanRun does not touch the heap).
   void start(const Plan* plan, PlanBuffers bufs, const Reducer& red, ConnTable* conns,
-             bool allowDirect);
+             bool allowDirect, const CallTag& tag = CallTag());
 
   /// Advance; returns true if anything moved. Check state() afterwards.
   bool progress();
   RunState state() const { return state_; }
-  /// When state() is kError: what went wrong.
+  /// When state() is kError: what went wrong, and the code for it: ncclInvalidUsage
+  /// for a collective mismatch (found here, or by the peer that closed a connection
+  /// for it), ncclRemoteError otherwise.
   const std::string& error() const { return error_; }
+  ncclResult_t errorCode() const { return errorCode_; }
+  /// Whether the error is a collective mismatch this run found itself.
+  bool foundMismatch() const { return foundMismatch_; }
   /// Rank this run is blocked on (for timeout messages), or -1.
   int waitingOn() const;
   /// "receive from rank 3 (step 4 of 12, RecvReduceSend)" (for timeout messages).
@@ -100,7 +108,18 @@ class PlanRun {
   };
   bool progressProgram(const Program& prog, ProgramState& ps);
   bool progressStep(const Step& s, ProgramState& ps);
-  void fail(const std::string& why);
+  void fail(const std::string& why, ncclResult_t code = ncclRemoteError);
+  /// Whether the front slot of `in` (from `peer`) belongs to this run's call; fails
+  /// the run with a mismatch otherwise.
+  bool tagMatches(const FifoReceiver* in, int peer) {
+    const CallTag& t = in->frontTag();
+    if (!tag_.tagged() || !t.tagged() || t == tag_) return true;
+    mismatch(peer, t);
+    return false;
+  }
+  void mismatch(int peer, const CallTag& theirs);
+  /// A closed connection's message (and code: a mismatch found by the peer).
+  void failClosed(const char* dir, int peer, uint32_t why);
   /// Stores n bytes of results: dst and/or slot (either may be null) receive
   /// `in op local` (reduce) or `in` (copy), with the op's pre/post flags; non-temporal
   /// stores into dst when streamOut_, into slot when streamSlot.
@@ -130,8 +149,11 @@ class PlanRun {
   std::vector<ProgramState> programs_;
   /// Senders with direct entries to drain, and the peer each one goes to.
   std::vector<std::pair<FifoSender*, int>> directUsed_;
+  CallTag tag_;
   RunState state_ = RunState::kRunning;
   std::string error_;
+  ncclResult_t errorCode_ = ncclSuccess;
+  bool foundMismatch_ = false;
 };
 
 }  // namespace braid

@@ -15,6 +15,11 @@
 // Memory ordering: the sender writes slot data and SlotInfo, then stores tail with
 // release; the receiver loads tail with acquire before reading. Symmetrically for head.
 //
+// Every slot carries the CallTag of the call that wrote it (src/exec/call_tag.h): the
+// receiver compares it with its own call before it uses the bytes. Across a network
+// the tag travels as a trailer after the payload: such FIFOs keep room for it at the
+// end of every slot (FifoHeader::slotCapacity < slotBytes).
+//
 // Doorbell (FIFOs whose far end is a proxy thread of this process: the net transport):
 // a proxy about to sleep sets `proxyAsleep`, then looks at the counters once more; the
 // executor, after moving a counter or closing, wakes it through `proxyWakeFd` (an
@@ -32,12 +37,16 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "src/exec/call_tag.h"
+
 namespace braid {
 
 struct SlotInfo {
   uint64_t bytes;   ///< payload bytes in this slot
   uint64_t direct;  ///< 0, or the sender-side address the payload lives at
+  CallTag tag;      ///< the call that wrote it (untagged: not compared)
 };
+static_assert(sizeof(SlotInfo) == 32, "SlotInfo is shared with other processes and GPUs");
 
 /// Shared header, at the start of the region. Counters on their own cache lines.
 struct FifoHeader {
@@ -47,8 +56,9 @@ struct FifoHeader {
   std::atomic<uint32_t> directReaders;       ///< receivers copying from a direct entry now
   uint32_t nslots;
   uint32_t hasDoorbell;  ///< nonzero: the fields below are in use (set before sharing)
-  uint64_t slotBytes;
+  uint64_t slotBytes;     ///< distance between slots
   uint64_t magic;
+  uint64_t slotCapacity;  ///< payload bytes a sender may put in one slot (<= slotBytes)
   alignas(64) std::atomic<uint32_t> proxyAsleep;  ///< set by a proxy about to sleep
   int32_t proxyWakeFd;  ///< its eventfd (read only after seeing proxyAsleep set)
 };
@@ -79,7 +89,12 @@ inline void fifoClose(FifoHeader* h, uint32_t why) {
   if (h->hasDoorbell) fifoRingDoorbell(h);
 }
 
-enum FifoClose : uint32_t { kFifoOpen = 0, kFifoSenderAborted = 1, kFifoReceiverAborted = 2 };
+enum FifoClose : uint32_t {
+  kFifoOpen = 0,
+  kFifoSenderAborted = 1,
+  kFifoReceiverAborted = 2,
+  kFifoMismatch = 3,  ///< an end found a collective mismatch (its comm failed for it)
+};
 
 /// Geometry and placement of a FIFO within a region of memory.
 class FifoLayout {
@@ -92,8 +107,11 @@ class FifoLayout {
     size_t o = sizeof(FifoHeader) + sizeof(SlotInfo) * nslots;
     return (o + 63) & ~size_t(63);
   }
-  /// Initialise a region of bytesFor(...) bytes (creator side only).
-  static FifoHeader* init(void* mem, uint32_t nslots, uint64_t slotBytes) {
+  /// Initialise a region of bytesFor(...) bytes (creator side only). Senders fill at
+  /// most `capacity` bytes of each slot (0: all of it; less where a network transport
+  /// appends the tag after the payload).
+  static FifoHeader* init(void* mem, uint32_t nslots, uint64_t slotBytes,
+                          uint64_t capacity = 0) {
     auto* h = new (mem) FifoHeader();
     h->tail.store(0, std::memory_order_relaxed);
     h->head.store(0, std::memory_order_relaxed);
@@ -105,6 +123,7 @@ class FifoLayout {
     h->nslots = nslots;
     h->slotBytes = slotBytes;
     h->magic = kMagic;
+    h->slotCapacity = capacity ? capacity : slotBytes;
     // Published to the other end by the descriptor exchange (a syscall or a mutex),
     // which orders these stores before the peer's first look.
     return h;
@@ -124,8 +143,9 @@ class FifoSender {
     headCache_ = h_->head.load(std::memory_order_acquire);
   }
   bool valid() const { return h_ != nullptr; }
-  uint64_t slotBytes() const { return h_->slotBytes; }
-  uint64_t capacityBytes() const { return h_->slotBytes * h_->nslots; }
+  /// Payload bytes one slot takes.
+  uint64_t slotBytes() const { return h_->slotCapacity; }
+  uint64_t capacityBytes() const { return h_->slotCapacity * h_->nslots; }
 
   /// A free slot to write up to slotBytes() into, or nullptr if the FIFO is full.
   char* acquire() {
@@ -135,12 +155,12 @@ class FifoSender {
     }
     return data_ + (tail_ % h_->nslots) * h_->slotBytes;
   }
-  /// Publish the slot returned by acquire() holding `bytes` bytes.
-  void commit(uint64_t bytes) { publish(bytes, 0); }
+  /// Publish the slot returned by acquire() holding `bytes` bytes of call `tag`.
+  void commit(uint64_t bytes, const CallTag& tag = CallTag()) { publish(bytes, 0, tag); }
   /// Publish a direct entry: `bytes` bytes the receiver reads at `ptr` (same process).
   /// Requires a free slot (acquire() != nullptr).
-  void commitDirect(const void* ptr, uint64_t bytes) {
-    publish(bytes, reinterpret_cast<uint64_t>(ptr));
+  void commitDirect(const void* ptr, uint64_t bytes, const CallTag& tag = CallTag()) {
+    publish(bytes, reinterpret_cast<uint64_t>(ptr), tag);
   }
   /// True when the receiver has released every published slot.
   bool drained() {
@@ -168,10 +188,11 @@ class FifoSender {
   }
 
  private:
-  void publish(uint64_t bytes, uint64_t direct) {
+  void publish(uint64_t bytes, uint64_t direct, const CallTag& tag) {
     SlotInfo& s = slots_[tail_ % h_->nslots];
     s.bytes = bytes;
     s.direct = direct;
+    s.tag = tag;
     ++tail_;
     fifoPublish(h_, h_->tail, tail_);
   }
@@ -225,6 +246,8 @@ class FifoReceiver {
   uint32_t closed() const { return h_->closed.load(std::memory_order_acquire); }
   void close(uint32_t why) { fifoClose(h_, why); }
 
+  /// After a successful peek(): the tag of the call that wrote the front bytes.
+  const CallTag& frontTag() const { return slots_[head_ % h_->nslots].tag; }
   /// After a successful peek(): whether the front bytes live in the sender's memory.
   bool frontIsDirect() const { return slots_[head_ % h_->nslots].direct != 0; }
   /// Pins the sender's memory behind a direct entry for one copy. False if the sender

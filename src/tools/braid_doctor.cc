@@ -4,7 +4,7 @@
 // whom, mismatched calls, failures, ranks with no record.
 //
 //   braid-doctor [DIR | FILE]...   (default: $BRAID_FLIGHT_RECORDER_DIR, else
-//                                   /tmp/braid-flight-recorder)
+//                                   /tmp/braid-flight-recorder-<uid>)
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "src/diag/doctor.h"
+#include "src/diag/flight_recorder.h"
 
 namespace {
 
@@ -50,15 +51,13 @@ int main(int argc, char** argv) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       printf("usage: %s [DIR | FILE]...\n  diagnoses a hang or failure from the flight records "
              "of all ranks (default directory: $BRAID_FLIGHT_RECORDER_DIR, else "
-             "/tmp/braid-flight-recorder)\n", argv[0]);
+             "/tmp/braid-flight-recorder-<uid>: here %s)\n", argv[0],
+             braid::flightRecorderDir().c_str());
       return 0;
     }
     paths.push_back(argv[i]);
   }
-  if (paths.empty()) {
-    const char* dir = getenv("BRAID_FLIGHT_RECORDER_DIR");
-    paths.push_back(dir && *dir ? dir : "/tmp/braid-flight-recorder");
-  }
+  if (paths.empty()) paths.push_back(braid::flightRecorderDir());
   std::vector<std::string> files;
   for (const std::string& p : paths) {
     if (isDir(p)) {

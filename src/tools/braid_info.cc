@@ -13,6 +13,7 @@
 #include "braid/braid.h"
 #include "nccl.h"
 #include "src/config/params.h"
+#include "src/diag/flight_recorder.h"
 #include "src/net/net_registry.h"
 #include "src/topo/node_topology.h"
 #include "src/topo/summary.h"
@@ -123,11 +124,10 @@ int dumpFlightRecords(int n, char** pids) {
       printf("asked process %ld to write its flight records\n", pid);
     }
   }
-  if (failed == 0) {
-    const char* dir = getenv("BRAID_FLIGHT_RECORDER_DIR");
-    printf("records go to each process's BRAID_FLIGHT_RECORDER_DIR (%s here); then run "
-           "braid-doctor on that directory\n", dir && *dir ? dir : "/tmp/braid-flight-recorder");
-  }
+  if (failed == 0)
+    printf("records go to each process's BRAID_FLIGHT_RECORDER_DIR (unset: "
+           "/tmp/braid-flight-recorder-<uid>; %s here); then run braid-doctor on that "
+           "directory\n", braid::flightRecorderDir().c_str());
   return failed ? 1 : 0;
 }
 

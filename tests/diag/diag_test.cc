@@ -1,12 +1,17 @@
-// Unit tests of src/diag: fingerprints and their comparison messages, the flight
-// recorder's states and JSON (read back by the doctor's parser), the JSON reader on good
-// and bad text, and the doctor's diagnosis of made-up records.
+// Unit tests of src/diag: fingerprints and their comparison messages, call tags (the
+// free mismatch check's 16 bytes) and theirs, the flight recorder's states, JSON and
+// per-user directory (read back by the doctor's parser), the JSON reader on good and bad
+// text, and the doctor's diagnosis of made-up records.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "src/core/op.h"
+#include "src/exec/call_tag.h"
 #include "src/diag/doctor.h"
 #include "src/diag/fingerprint.h"
 #include "src/diag/flight_recorder.h"
@@ -67,6 +72,78 @@ TEST(Fingerprint, GroupsOfDifferentLengthAndLateDifferences) {
   other[5] = coll(Coll::kAllReduce, 9);
   m = compareFingerprints(fingerprints({longGroup, other}));
   EXPECT_NE(m.find("differ in the group's collectives after the 4th"), std::string::npos) << m;
+}
+
+TEST(CallTag, EveryFieldCountsAndMessagesNameBothCalls) {
+  const OpRecord base = coll(Coll::kAllReduce, 1024);
+  const CallTag t = makeCallTag(base);
+  EXPECT_TRUE(t.tagged());
+  EXPECT_EQ(makeCallTag(base), t);
+  EXPECT_NE(makeCallTag(coll(Coll::kAllReduce, 1000)), t);
+  EXPECT_NE(makeCallTag(coll(Coll::kAllReduce, 1024, ncclInt32)), t);
+  EXPECT_NE(makeCallTag(coll(Coll::kAllReduce, 1024, ncclFloat, ncclMax)), t);
+  EXPECT_NE(makeCallTag(coll(Coll::kAllGather, 1024)), t);
+  OpRecord later = base;
+  later.collSeq = 8;
+  EXPECT_NE(makeCallTag(later), t);
+  // Root and op only where the collective has them; in-place and buffers never.
+  EXPECT_EQ(makeCallTag(coll(Coll::kAllGather, 8, ncclFloat, ncclSum, 0)),
+            makeCallTag(coll(Coll::kAllGather, 8, ncclFloat, ncclMax, 3)));
+  EXPECT_NE(makeCallTag(coll(Coll::kBroadcast, 8, ncclFloat, ncclSum, 0)),
+            makeCallTag(coll(Coll::kBroadcast, 8, ncclFloat, ncclSum, 1)));
+  // Sends and receives: bytes only (floats sent may be received as bytes, as in NCCL).
+  OpRecord send = coll(Coll::kSendRecv, 100), recv = coll(Coll::kSendRecv, 400, ncclUint8);
+  send.isSend = true;
+  recv.root = 3;
+  EXPECT_EQ(makeCallTag(send), makeCallTag(recv));
+  EXPECT_EQ(describeCallTag(makeCallTag(send)), "ncclSend/ncclRecv of 400 bytes");
+  EXPECT_EQ(describeCallTag(t), "collective #7 ncclAllReduce(count 1024, float, sum)");
+  EXPECT_EQ(tagMismatchMessage(t, 2, makeCallTag(coll(Coll::kBroadcast, 8, ncclFloat, ncclSum, 1))),
+            "collective mismatch: rank 2 sent data of collective #7 ncclBroadcast(count 8, "
+            "float, root 1) but this rank called collective #7 ncclAllReduce(count 1024, "
+            "float, sum)");
+  // The board's message, the same on every rank; nothing when all agree.
+  std::vector<CallTag> all(4, t);
+  EXPECT_EQ(compareCallTags(all.data(), 4), "");
+  all[2] = makeCallTag(coll(Coll::kAllReduce, 1000));
+  EXPECT_EQ(compareCallTags(all.data(), 4),
+            "collective mismatch: at collective #7: ranks 0,1,3 called ncclAllReduce(count "
+            "1024, float, sum) but rank 2 called ncclAllReduce(count 1000, float, sum)");
+  EXPECT_FALSE(CallTag().tagged());
+}
+
+TEST(FlightRecorder, PerUserDirectory) {
+  unsetenv("BRAID_FLIGHT_RECORDER_DIR");
+  EXPECT_EQ(flightRecorderDir(), "/tmp/braid-flight-recorder-" + std::to_string(geteuid()));
+  char tmpl[] = "/tmp/braid-frdir-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = std::string(tmpl) + "/records";
+  std::string why;
+  ASSERT_TRUE(prepareFlightRecorderDir(dir, true, &why)) << why;
+  struct stat st;
+  ASSERT_EQ(stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // Opened to others: closed again. A link in its place, or another owner: refused.
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  ASSERT_TRUE(prepareFlightRecorderDir(dir, true, &why)) << why;
+  ASSERT_EQ(stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  const std::string link = std::string(tmpl) + "/link";
+  ASSERT_EQ(symlink(dir.c_str(), link.c_str()), 0);
+  EXPECT_FALSE(prepareFlightRecorderDir(link, true, &why));
+  EXPECT_NE(why.find("not a directory"), std::string::npos) << why;
+  EXPECT_TRUE(prepareFlightRecorderDir(link, false, &why)) << "a chosen directory is the user's";
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(dir.c_str(), 12345, 12345), 0);
+    EXPECT_FALSE(prepareFlightRecorderDir(dir, true, &why));
+    EXPECT_NE(why.find("belongs to user 12345"), std::string::npos) << why;
+  }
+  unlink(link.c_str());
+  rmdir(dir.c_str());
+  rmdir(tmpl);
+  setenv("BRAID_FLIGHT_RECORDER_DIR", "/somewhere/else", 1);
+  EXPECT_EQ(flightRecorderDir(), "/somewhere/else");
+  unsetenv("BRAID_FLIGHT_RECORDER_DIR");
 }
 
 TEST(FlightRecorder, StatesTimesAndJsonReadBack) {

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +34,8 @@
 #undef ncclResetDebugInit
 extern "C" void ncclResetDebugInit(void);
 
+extern char** environ;
+
 namespace mr {
 namespace {
 
@@ -43,19 +46,24 @@ class SwitchProcess {
   explicit SwitchProcess(const std::string& secretFile = "") {
     int fds[2];
     if (pipe(fds) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], 1);
-      close(fds[0]);
-      close(fds[1]);
-      if (secretFile.empty())
-        execl(BRAID_SWITCH_BIN, BRAID_SWITCH_BIN, "--listen", "127.0.0.1:0", "--quiet",
-              static_cast<char*>(nullptr));
-      else
-        execl(BRAID_SWITCH_BIN, BRAID_SWITCH_BIN, "--listen", "127.0.0.1:0", "--quiet",
-              "--secret-file", secretFile.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
+    // posix_spawn, not fork: no code of ours runs in the child before exec (after a
+    // fork of this threaded process, a lock another thread held, ThreadSanitizer's
+    // among them, could stay locked in the child forever).
+    std::vector<std::string> args = {BRAID_SWITCH_BIN, "--listen", "127.0.0.1:0", "--quiet"};
+    if (!secretFile.empty()) {
+      args.push_back("--secret-file");
+      args.push_back(secretFile);
     }
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(&a[0]);
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    posix_spawn_file_actions_addclose(&fa, fds[1]);
+    if (posix_spawn(&pid_, BRAID_SWITCH_BIN, &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
     close(fds[1]);
     FILE* out = fdopen(fds[0], "r");
     char line[256];

@@ -71,6 +71,69 @@ TEST_F(ApiErrors, DestroyedAndAbortedComms) {
   EXPECT_NCCL_ERROR(ncclCommDestroy(destroyed), ncclInvalidArgument, nullptr, "was destroyed");
 }
 
+// Handles that were never communicators: nothing is read through them (UBSan's vptr
+// check and ASan watch that under the sanitizer builds), every call says so.
+TEST_F(ApiErrors, HandlesNeverCreated) {
+  alignas(64) unsigned char zeros[4096] = {};
+  alignas(64) unsigned char ones[4096];
+  std::memset(ones, 0xff, sizeof ones);
+  const ncclComm_t fakes[] = {reinterpret_cast<ncclComm_t>(zeros),
+                              reinterpret_cast<ncclComm_t>(ones),
+                              reinterpret_cast<ncclComm_t>(uintptr_t(0x10)),  // unmapped
+                              reinterpret_cast<ncclComm_t>(reinterpret_cast<char*>(comm_) + 8)};
+  for (ncclComm_t fake : fakes) {
+    EXPECT_NCCL_ERROR(ncclAllReduce(buf_, out_, 4, ncclFloat32, ncclSum, fake, nullptr),
+                      ncclInvalidArgument, nullptr, "is not a valid communicator");
+    int n = 0;
+    EXPECT_NCCL_ERROR(ncclCommCount(fake, &n), ncclInvalidArgument, nullptr,
+                      "is not a valid communicator");
+    EXPECT_NCCL_ERROR(ncclCommDestroy(fake), ncclInvalidArgument, nullptr,
+                      "is not a valid communicator");
+    ncclResult_t async = ncclSuccess;
+    EXPECT_NCCL_ERROR(ncclCommGetAsyncError(fake, &async), ncclInvalidArgument, nullptr,
+                      "is not a valid communicator");
+    EXPECT_NE(ncclGetLastError(fake), nullptr);  // the thread's message, not a read of *fake
+  }
+  // The real ones still work.
+  MR_NCCL_OK(ncclGroupStart());
+  for (ncclComm_t c : comms_)
+    MR_NCCL_OK(ncclAllReduce(buf_, out_, 4, ncclFloat32, ncclSum, c, nullptr));
+  MR_NCCL_OK(ncclGroupEnd());
+}
+
+// A send to itself or a receive from itself alone (one-rank communicator, or outside a
+// group) could only wait for its partner until the timeout: refused at once. Paired in a
+// group they run.
+TEST(SelfSendRecv, UnpairedIsRefusedPairedRuns) {
+  ncclComm_t comm = nullptr;
+  int dev = 0;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, &dev), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<float> a(256, 3.0f), b(256, 0.0f);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NCCL_ERROR(ncclRecv(b.data(), 256, ncclFloat, 0, comm, nullptr), ncclInvalidUsage,
+                    comm, "must be in the same group");
+  EXPECT_NCCL_ERROR(ncclSend(a.data(), 256, ncclFloat, 0, comm, nullptr), ncclInvalidUsage,
+                    comm, "1 send(s) to this rank itself but 0 receive(s)");
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclRecv(b.data(), 256, ncclFloat, 0, comm, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclRecv(b.data(), 256, ncclFloat, 0, comm, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclSend(a.data(), 256, ncclFloat, 0, comm, nullptr), ncclSuccess);
+  EXPECT_NCCL_ERROR(ncclGroupEnd(), ncclInvalidUsage, comm,
+                    "1 send(s) to this rank itself but 2 receive(s)");
+  EXPECT_LT(secondsSince(t0), 1.0);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclRecv(b.data(), 256, ncclFloat, 0, comm, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclSend(a.data(), 256, ncclFloat, 0, comm, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(comm);
+  EXPECT_EQ(b[0], 3.0f);
+  EXPECT_EQ(b[255], 3.0f);
+  // The refusals left nothing behind: the communicator is fine.
+  ncclResult_t async = ncclInternalError;
+  EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
 TEST_F(ApiErrors, NullBuffers) {
   EXPECT_NCCL_ERROR(ncclAllReduce(nullptr, out_, 4, ncclFloat32, ncclSum, comm_, nullptr),
                     ncclInvalidArgument, comm_, "sendbuff");

@@ -7,7 +7,8 @@
 # between processes over IB, data checked (nccl-tests style -c 1); 3b several hosts
 # (distinct NCCL_HOSTID) of 2 ranks each, shm inside and IB between; 4 the multi-rank suite's
 # socket-forced cases, which run over the net transport and so over NCCL_NET=IB; 5 the
-# same perf runs over UCX on rc verbs (SKIP where UCX has no verbs transport here);
+# same perf runs over UCX on rc verbs (FAIL, not SKIP, where ucx_info, which the guest's
+# preparation installs, is missing or lists no verbs transport);
 # 6 a rank SIGKILLed mid all-reduce over IB makes the others fail fast, not hang.
 # Every check runs under `timeout`: a hang fails that check and the suite goes on, rather
 # than eating the guest's whole budget. Ends with
@@ -136,8 +137,12 @@ ucx=(env BRAID_TRANSPORT=net NCCL_NET=UCX NCCL_SOCKET_IFNAME=dummy0
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET)
 if ! grep -q '^  UCX ' "$logs/net-info.log"; then
   record ucx-over-verbs SKIP 0 "this build has no UCX net"
-elif ! command -v ucx_info >/dev/null || ! ucx_info -d 2>/dev/null | grep -q 'rc_verbs'; then
-  record ucx-over-verbs SKIP 0 "ucx_info -d lists no rc_verbs transport"
+elif ! command -v ucx_info >/dev/null; then
+  # scripts/rdma_guest/prepare.sh installs it (ucx-utils): missing is a failure, not a skip.
+  record ucx-over-verbs FAIL 0 "ucx_info missing (ucx-utils, installed by scripts/rdma_guest/prepare.sh)"
+elif ! ucx_info -d 2>/dev/null | grep -q 'rc_verbs'; then
+  record ucx-over-verbs FAIL 0 "ucx_info -d lists no rc_verbs transport on rxe0"
+  ucx_info -d 2>&1 | grep -i 'transport\|device' | head -20
 else
   check ucx-all_reduce-2p 300 --expect 'NET: using UCX' -- \
     "$run_perf" pass -- "${ucx[@]}" "$bin/braidrun" -n 2 -- "$bin/all_reduce_perf" "${small[@]}"

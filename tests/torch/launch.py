@@ -52,9 +52,13 @@ def run(world, fn, *args, backend="braid", timeout_s=120):
     fd, path = tempfile.mkstemp(prefix="braid-torch-store-")
     os.close(fd)
     os.unlink(path)
+    # A fork server that imported torch once forks every rank (spawning would import
+    # torch afresh in each, about 2 s of CPU apiece); it is a fresh process, not this one,
+    # so no thread pool of ours is forked mid-use.
+    mp.set_forkserver_preload(["torch", "torch.distributed", "torch_braid"])
     try:
-        mp.spawn(_entry, args=(world, path, backend, fn, args, timeout_s), nprocs=world,
-                 join=True)
+        mp.start_processes(_entry, args=(world, path, backend, fn, args, timeout_s),
+                           nprocs=world, join=True, start_method="forkserver")
     finally:
         if os.path.exists(path):
             os.unlink(path)

@@ -60,7 +60,7 @@ inline std::string devProduce(const DevConn& c, const std::vector<uint64_t>& siz
       const uint64_t n = std::min(left, c.slotBytes);
       for (uint64_t i = 0; i < n; ++i) buf[i] = char(testing_util::patternByte(pos + i));
       const uint64_t slot = tail % c.nslots;
-      SlotInfo si{n, 0};
+      SlotInfo si{n, 0, CallTag()};
       if (cudart::copyToDevice(c.data + slot * c.slotBytes, buf.data(), n) != ncclSuccess ||
           cudart::copyToDevice(c.slots + slot, &si, sizeof si) != ncclSuccess)
         return "sender: writing slot " + std::to_string(tail) + " failed: " + cudart::lastError();
@@ -95,7 +95,7 @@ inline std::string devConsume(const DevConn& c, uint64_t total, int timeoutMs = 
       std::this_thread::yield();
     }
     const uint64_t slot = head % c.nslots;
-    SlotInfo si{0, 0};
+    SlotInfo si{0, 0, CallTag()};
     if (cudart::copyFromDevice(&si, c.slots + slot, sizeof si) != ncclSuccess)
       return "receiver: reading SlotInfo failed";
     if (si.direct != 0) return "receiver: a direct entry on a device FIFO";

@@ -14,22 +14,24 @@
 namespace braid {
 
 NetConn::NetConn(Dir dir, const Net* net, int dev, uint32_t nslots, uint64_t slotBytes,
-                 int peerRank, int inflight)
+                 int peerRank, int inflight, bool tagTrailer)
     : dir_(dir),
       net_(net),
       dev_(dev),
       peerRank_(peerRank),
       nslots_(nslots),
       slotBytes_(slotBytes),
+      trailer_(tagTrailer ? kTrailerBytes : 0),
+      stride_(slotBytes + (tagTrailer ? kTrailerRoom : 0)),
       inflight_(inflight) {
   // Whole pages: device mode registers them with CUDA, nets with the NIC.
   constexpr size_t kPage = 4096;
-  const size_t fifo = (FifoLayout::bytesFor(nslots, slotBytes) + 63) & ~size_t(63);
+  const size_t fifo = (FifoLayout::bytesFor(nslots, stride_) + 63) & ~size_t(63);
   bytes_ = (fifo + sizeof(NetHello) + kPage - 1) & ~(kPage - 1);
   mem_ = std::aligned_alloc(kPage, bytes_);
   if (!mem_) return;
   std::memset(mem_, 0, bytes_);
-  hdr_ = FifoLayout::init(mem_, nslots, slotBytes);
+  hdr_ = FifoLayout::init(mem_, nslots, stride_, slotBytes);
   slots_ = reinterpret_cast<SlotInfo*>(hdr_ + 1);
   data_ = static_cast<char*>(mem_) + FifoLayout::dataOffset(nslots);
   hello_ = reinterpret_cast<NetHello*>(static_cast<char*>(mem_) + fifo);
@@ -191,7 +193,16 @@ bool NetConn::progress() {
   // What the FIFO looked like to this pass (armDoorbell compares), also while connecting.
   if (dir_ == Dir::kSend) seenTail_ = hdr_->tail.load(std::memory_order_acquire);
   else seenHead_ = hdr_->head.load(std::memory_order_acquire);
-  if (localClose()) {
+  if (const uint32_t why = localClose()) {
+    // A rank that found a collective mismatch first delivers what it had published (for
+    // up to a second), so that its peer finds the mismatch on the data too and names
+    // both calls, instead of only seeing the connection go.
+    if (why == kFifoMismatch && dir_ == Dir::kSend && comm_ && !connecting_ &&
+        established_.load(std::memory_order_acquire) &&
+        (posted_ < seenTail_ || done_ < posted_)) {
+      if (flushUntilMs_ == 0) flushUntilMs_ = monotonicMs() + 1000;
+      if (monotonicMs() < flushUntilMs_) return progressSend();
+    }
     fail("closed by this rank", true);
     return true;
   }
@@ -278,9 +289,11 @@ bool NetConn::progressSend() {
     return progressGoodbye() || moved;
   while (posted_ < tail && posted_ - done_ < uint64_t(inflight_)) {
     const uint64_t slot = posted_ % nslots_;
+    char* at = data_ + slot * stride_;
+    const uint64_t bytes = slots_[slot].bytes;
+    if (trailer_) std::memcpy(at + bytes, &slots_[slot].tag, trailer_);  // room: kTrailerRoom
     void* req = nullptr;
-    ncclResult_t r = t->isend(comm_, data_ + slot * slotBytes_, size_t(slots_[slot].bytes), 0,
-                              mhandle_, nullptr, &req);
+    ncclResult_t r = t->isend(comm_, at, size_t(bytes + trailer_), 0, mhandle_, nullptr, &req);
     if (r != ncclSuccess) {
       fail(netError("isend", r), false);
       return true;
@@ -346,16 +359,20 @@ bool NetConn::progressRecv() {
       continue;
     }
     // Senders never send empty data slots: an empty one would read as "no data".
-    if (size < 0 || uint64_t(size) > slotBytes_ || goodbyesReceived_ > 0) {
+    if (size < 0 || uint64_t(size) <= trailer_ || uint64_t(size) > slotBytes_ + trailer_ ||
+        goodbyesReceived_ > 0) {
       fail(goodbyesReceived_ > 0 ? std::string("protocol error: data after the sender's goodbye")
                             : "protocol error: a message of " + std::to_string(size) +
-                                  " bytes for a slot of " + std::to_string(slotBytes_),
+                                  " bytes for a slot of " + std::to_string(slotBytes_) +
+                                  (trailer_ ? " and its tag" : ""),
            false);
       return true;
     }
     SlotInfo& s = slots_[done_ % nslots_];
-    s.bytes = uint64_t(size);
+    s.bytes = uint64_t(size) - trailer_;
     s.direct = 0;
+    if (trailer_) std::memcpy(&s.tag, data_ + (done_ % nslots_) * stride_ + s.bytes, trailer_);
+    else s.tag = CallTag();
     ++done_;
     hdr_->tail.store(done_, std::memory_order_release);  // publish the slot
     moved = true;
@@ -367,8 +384,8 @@ bool NetConn::progressRecv() {
   while (posted_ - head < nslots_ && posted_ - done_ < uint64_t(inflight_) &&
          (goodbyesReceived_ == 0 ||
           uint64_t(goodbyesReceived_) + (posted_ - done_) < uint64_t(inflight_))) {
-    void* buf = data_ + (posted_ % nslots_) * slotBytes_;
-    size_t size = size_t(slotBytes_);
+    void* buf = data_ + (posted_ % nslots_) * stride_;
+    size_t size = size_t(slotBytes_ + trailer_);
     int tag = 0;
     void* req = nullptr;
     void* phandle = nullptr;

@@ -4,7 +4,10 @@
 // Each FIFO slot crosses the network as one message (isend of the slot's bytes; irecv
 // into a free slot of the receiver's FIFO, whose size the completion reports), so slot
 // boundaries are kept and the receiver's slots must be at least as large as the
-// sender's. Up to `inflight` messages are posted per direction; nets complete them in
+// sender's. On host connections the message ends with the slot's CallTag (16 bytes
+// after the payload: each slot keeps room for it), which the receiving proxy puts back
+// into the slot's SlotInfo, so the executor compares it as on any FIFO. Device
+// connections carry no trailer (the CUDA executor does not tag its slots). Up to `inflight` messages are posted per direction; nets complete them in
 // posting order.
 //
 // Goodbye: receives stay posted between operations (the FIFO is a stream), but some
@@ -48,9 +51,14 @@ struct NetHello {
 class NetConn {
  public:
   enum class Dir { kSend, kRecv };
-  /// Allocates and initialises the FIFO (check fifoMem() != nullptr).
+  /// Allocates and initialises the FIFO (check fifoMem() != nullptr). tagTrailer: the
+  /// messages carry the slots' tags (both ends must agree: host connections do).
   NetConn(Dir dir, const Net* net, int dev, uint32_t nslots, uint64_t slotBytes, int peerRank,
-          int inflight);
+          int inflight, bool tagTrailer);
+  /// Bytes a message carries besides a slot's payload.
+  static constexpr uint64_t kTrailerBytes = sizeof(CallTag);
+  /// Room kept after each slot's payload for the trailer (whole cache lines).
+  static constexpr uint64_t kTrailerRoom = 64;
   ~NetConn();
   NetConn(const NetConn&) = delete;
   NetConn& operator=(const NetConn&) = delete;
@@ -131,7 +139,9 @@ class NetConn {
   const int dev_;
   const int peerRank_;
   const uint32_t nslots_;
-  const uint64_t slotBytes_;
+  const uint64_t slotBytes_;  ///< payload bytes per slot
+  const uint64_t trailer_;    ///< kTrailerBytes, or 0 (device connections)
+  const uint64_t stride_;     ///< distance between slots in the FIFO
   const int inflight_;
   void* mem_ = nullptr;
   size_t bytes_ = 0;          ///< of mem_ (whole pages): FIFO, then the hello
@@ -146,6 +156,7 @@ class NetConn {
   bool connecting_ = false;
   std::vector<unsigned char> handle_;  ///< send side: the listener's handle (connect state)
   int64_t deadlineMs_ = 0;
+  int64_t flushUntilMs_ = 0;  ///< closed for a mismatch: deliver what was published until then
   bool helloToSend_ = false;
   void* helloReq_ = nullptr;
   std::vector<void*> reqs_;   ///< ring of posted requests (inflight_)

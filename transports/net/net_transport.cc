@@ -66,10 +66,11 @@ int inflightFor(const FifoGeometry& g) {
   return int(n);
 }
 
-/// A FIFO slot travels as one message: it must fit the device's largest transfer.
+/// A FIFO slot travels as one message (with its tag): it must fit the device's largest
+/// transfer.
 ncclResult_t checkSlotFits(const Net* net, int dev, uint64_t slotBytes) {
   const size_t most = net->devices[size_t(dev)].maxP2pBytes;
-  if (most > 0 && slotBytes > most)
+  if (most > 0 && slotBytes + NetConn::kTrailerBytes > most)
     return setError(ncclInvalidUsage, nullptr,
                     "%s net: FIFO slots of %llu bytes exceed device %d's largest transfer "
                     "(%zu bytes): lower NCCL_BUFFSIZE or raise BRAID_FIFO_SLOTS",
@@ -169,7 +170,7 @@ class NetTransport : public Transport {
     const int dev = ctx.channel % int(net->devices.size());
     BRAID_CHECK(checkSlotFits(net, dev, g.slotBytes));
     auto conn = std::make_shared<NetConn>(NetConn::Dir::kRecv, net, dev, g.nslots, g.slotBytes,
-                                          peer, inflightFor(g));
+                                          peer, inflightFor(g), /*tagTrailer=*/!ctx.device);
     if (!conn->fifoMem())
       return setError(ncclSystemError, nullptr,
                       "net: cannot allocate the FIFO for the connection from rank %d", peer);
@@ -224,7 +225,7 @@ class NetTransport : public Transport {
     const int dev = ctx.channel % int(net->devices.size());
     BRAID_CHECK(checkSlotFits(net, dev, g.slotBytes));
     auto conn = std::make_shared<NetConn>(NetConn::Dir::kSend, net, dev, g.nslots, g.slotBytes,
-                                          peer, inflightFor(g));
+                                          peer, inflightFor(g), /*tagTrailer=*/!ctx.device);
     if (!conn->fifoMem())
       return setError(ncclSystemError, nullptr,
                       "net: cannot allocate the FIFO for the connection to rank %d", peer);
