@@ -2,10 +2,12 @@
 # What the free collective mismatch check costs (docs/reliability.md): all-reduce on 2
 # processes (braidrun, host memory) with the defaults (the check on) and with
 # BRAID_CHECK=0, rounds interleaved so both see the same machine; 8 B, 1 MiB and 256 MiB.
-# Prints, per size, the median (min-max) time per all-reduce of each setting and the
-# ratio of the medians.
+# Prints, per size, the median (min-max) time per all-reduce of each setting, the ratio
+# of the medians and the median of the rounds' ratios (each round runs both settings
+# back to back: the machine's drift between rounds cancels).
 #
 #   perf/check_cost.sh BUILD_DIR [ROUNDS (7)] [RANKS (2)]
+#   SIZES="256M" perf/check_cost.sh ...   (default: "8 1M 256M")
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [ROUNDS] [RANKS]" >&2; exit 2; }
 bin=$(cd "$1" && pwd)/bin
@@ -15,9 +17,9 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for ((i = 0; i < rounds; i++)); do
   for cfg in default BRAID_CHECK=0; do
-    for size in 8 1M 256M; do
+    for size in ${SIZES:-8 1M 256M}; do
       case $size in
-        8) n=50000 w=1000 ;;
+        8) n=200000 w=2000 ;;
         1M) n=500 w=50 ;;
         *) n=10 w=2 ;;
       esac
@@ -34,13 +36,14 @@ python3 - "$out" "$rounds" "$ranks" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 print(f"# all-reduce, {sys.argv[3]} processes, {sys.argv[2]} interleaved rounds: median (min-max) us")
-print(f"{'size':>6} {'default (check on)':>26} {'BRAID_CHECK=0':>26} {'on/off':>7}")
-for size in ("8", "1M", "256M"):
-    med = {}
-    cells = []
+print(f"{'size':>6} {'default (check on)':>26} {'BRAID_CHECK=0':>26} {'on/off':>7} {'rounds':>7}")
+for size in dict.fromkeys(r[1] for r in rows):
+    med, ts, cells = {}, {}, []
     for cfg in ("default", "BRAID_CHECK=0"):
-        ts = [float(r[2]) for r in rows if r[0] == cfg and r[1] == size]
-        med[cfg] = statistics.median(ts)
-        cells.append(f"{med[cfg]:.2f} ({min(ts):.2f}-{max(ts):.2f})")
-    print(f"{size:>6} {cells[0]:>26} {cells[1]:>26} {med['default'] / med['BRAID_CHECK=0']:>7.3f}")
+        ts[cfg] = [float(r[2]) for r in rows if r[0] == cfg and r[1] == size]
+        med[cfg] = statistics.median(ts[cfg])
+        cells.append(f"{med[cfg]:.2f} ({min(ts[cfg]):.2f}-{max(ts[cfg]):.2f})")
+    paired = statistics.median(a / b for a, b in zip(ts["default"], ts["BRAID_CHECK=0"]))
+    print(f"{size:>6} {cells[0]:>26} {cells[1]:>26} {med['default'] / med['BRAID_CHECK=0']:>7.3f} "
+          f"{paired:>7.3f}")
 PY

@@ -91,7 +91,8 @@ ncclResult_t Board::setup(Comm* comm, uint64_t inlineBytes, uint64_t copyMaxByte
   b->rank_ = me;
   b->inlineBytes_ = roundUp(inlineBytes, 64);
   b->copyMaxBytes_ = copyMaxBytes;
-  b->slotBytes_ = kAreasOffset + kInlineAreas * b->inlineBytes_;
+  b->areaBytes_ = roundUp(sizeof(CallTag) + b->inlineBytes_, 64);
+  b->slotBytes_ = kAreasOffset + kInlineAreas * b->areaBytes_;
   b->bytes_ = b->slotBytes_ * size_t(n);
 
   std::vector<SetupRecord> recs(static_cast<size_t>(n));

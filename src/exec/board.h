@@ -2,8 +2,10 @@
 //
 // One shared-memory segment per communicator (made at init, when every rank is on the
 // same host), with one slot per rank. A slot has a phase counter and a failure word in
-// one cache line, the addresses of the rank's current buffers next to them, and
-// kInlineAreas inline data areas (phase t uses area t mod kInlineAreas). Collectives
+// one cache line, the addresses of the rank's current buffers next to them, two check
+// areas and kInlineAreas inline areas (phase t uses area t mod kInlineAreas). An inline
+// area starts with the tag of the call that published the phase, then its inline
+// data: a small message and its tag travel in one cache line. Collectives
 // that run on the board (src/exec/board_run.h) are sequences of phases: a rank writes what it
 // contributes (inline data or buffer addresses), publishes the next phase with the tag
 // of its call (src/exec/call_tag.h), and waits until every rank has published it. Between
@@ -16,11 +18,20 @@
 // before anyone reads or reduces: a rank that called another collective, count, type,
 // op or root is found by every rank at the same phase, before any data moved.
 //
-// Why the inline areas and tags need no acknowledgement: every phase is a barrier (a
+// Why the areas need no acknowledgement: with the check on, every phase is a barrier (a
 // rank waits for every rank to publish phase t before it writes anything for t+1), so
-// no rank is ever more than one phase ahead of another. A rank writes area and tag
-// t+1 mod 2 only after every rank published t, that is, after every rank finished
-// reading what was published at t-1 (the same area and tag).
+// no rank is ever more than one phase ahead of another, and a rank writes area t+1
+// only after every rank finished reading area t-1.
+//
+// With the check off (BRAID_CHECK=0), rooted collectives need not wait for everyone:
+// a broadcast's root publishes its data and returns, the others read it once the
+// root's phase is there and then publish theirs; a reduce's non-roots publish their
+// parts and return. Why the inline areas need no acknowledgement then: with K areas, a
+// rank publishes phase t only after seeing every rank at t-(K-1) (every collective
+// starts by checking that), and a rank reaches t-(K-1) only after it finished reading
+// what was published at t-K, which is what phase t overwrites; so a root may run up to
+// K-1 such collectives ahead of the slowest rank. (With the check on that wait is
+// always met at once.)
 #pragma once
 #include <sys/types.h>
 
@@ -39,16 +50,15 @@ struct Comm;
 
 class Board {
  public:
-  /// Inline areas per rank (phase t uses area t mod 2: see above).
-  static constexpr uint64_t kInlineAreas = 2;
-  /// One rank's slot header (one cache line: what a waiting rank polls holds the tags).
+  /// Inline areas per rank: how many phases a rank may publish ahead of the slowest.
+  static constexpr uint64_t kInlineAreas = 8;
+  /// One rank's slot header (one cache line).
   struct alignas(64) Slot {
     std::atomic<uint64_t> phase;   ///< the last phase this rank published
     std::atomic<uint32_t> failed;  ///< nonzero: this rank failed (its ncclResult_t)
     uint32_t pad;
     uint64_t sendAddr;  ///< this rank's buffers in its own address space, written
     uint64_t recvAddr;  ///< before the phase that announces them
-    CallTag tags[2];    ///< the call of phase t in tags[t % 2], written before it
   };
   static_assert(sizeof(Slot) == 64, "a board slot header is one cache line");
 
@@ -73,7 +83,7 @@ class Board {
   bool allLocal() const { return allLocal_; }
 
   /// Bytes of a rank's check area: a group's collectives (a CollFingerprint) for the
-  /// group check phase (board_run.h), two of them (phase t uses t mod 2, as the tags).
+  /// group check phase (board_run.h), two of them (phase t uses t mod 2).
   static constexpr size_t kCheckAreaBytes = 128;
 
   Slot& slot(int r) const { return *reinterpret_cast<Slot*>(base_ + slotOffset(r)); }
@@ -81,9 +91,11 @@ class Board {
   char* checkArea(int r, uint64_t phase) const {
     return base_ + slotOffset(r) + sizeof(Slot) + (phase % 2) * kCheckAreaBytes;
   }
-  /// Rank r's inline area for phase `phase`.
-  char* inlineData(int r, uint64_t phase) const {
-    return base_ + slotOffset(r) + kAreasOffset + (phase % kInlineAreas) * inlineBytes_;
+  /// Rank r's inline data for phase `phase` (after the tag: 16-byte aligned).
+  char* inlineData(int r, uint64_t phase) const { return area(r, phase) + sizeof(CallTag); }
+  /// The phase every rank must have reached before this rank publishes its next one.
+  uint64_t safePhase() const {
+    return phase_ + 2 > kInlineAreas ? phase_ + 2 - kInlineAreas : 0;
   }
   /// The last phase this rank published, and the next one.
   uint64_t phase() const { return phase_; }
@@ -91,18 +103,26 @@ class Board {
   /// Publishes the next phase, for call `tag` (after the inline data and addresses
   /// were written).
   uint64_t publish(const CallTag& tag) {
-    Slot& s = slot(rank_);
     ++phase_;
-    s.tags[phase_ % 2] = tag;
-    s.phase.store(phase_, std::memory_order_release);
+    *reinterpret_cast<CallTag*>(area(rank_, phase_)) = tag;
+    slot(rank_).phase.store(phase_, std::memory_order_release);
     return phase_;
   }
-  /// The tag rank r published with `phase` (valid once every rank reached `phase`,
-  /// until this rank publishes the next one).
-  const CallTag& tag(int r, uint64_t phase) const { return slot(r).tags[phase % 2]; }
+  /// The tag rank r published with `phase` (valid once it reached `phase`, until every
+  /// rank did: board_run.h).
+  const CallTag& tag(int r, uint64_t phase) const {
+    return *reinterpret_cast<const CallTag*>(area(r, phase));
+  }
   /// Whether every rank has published `phase`; otherwise *lagging is one that has not.
   /// A rank that failed: returns false with *failedRank set.
   bool allReached(uint64_t phase, int* lagging, int* failedRank) const;
+  /// Whether rank r has published `phase` (*failedRank = r if it failed instead).
+  bool reached(int r, uint64_t phase, int* failedRank) const {
+    const Slot& s = slot(r);
+    if (s.phase.load(std::memory_order_acquire) >= phase) return true;
+    if (s.failed.load(std::memory_order_relaxed) != 0) *failedRank = r;
+    return false;
+  }
   /// Tells the other ranks this one failed (they stop waiting for it).
   void markFailed(ncclResult_t code);
   /// Whether rank r still runs (same-machine pid check); *why says otherwise.
@@ -116,6 +136,9 @@ class Board {
  private:
   Board() = default;
   size_t slotOffset(int r) const { return size_t(r) * slotBytes_; }
+  char* area(int r, uint64_t phase) const {
+    return base_ + slotOffset(r) + kAreasOffset + (phase % kInlineAreas) * areaBytes_;
+  }
   static constexpr size_t kAreasOffset = sizeof(Slot) + 2 * kCheckAreaBytes;
 
   char* base_ = nullptr;
@@ -124,6 +147,7 @@ class Board {
   size_t slotBytes_ = 0;
   int nranks_ = 0, rank_ = 0;
   uint64_t inlineBytes_ = 0, copyMaxBytes_ = 0;
+  size_t areaBytes_ = 0;  ///< a tag and inlineBytes_ of data, whole cache lines
   bool singleCopy_ = false;
   bool allLocal_ = true;
   uint64_t phase_ = 0;

@@ -77,7 +77,13 @@ void BoardRun::start(Comm* comm, const OpRecord& op, BoardPath path, const CallT
   red_ = Reducer(op.type, reduces(op.coll) && !userOp ? op.op : ncclSum, comm->nranks);
   path_ = path;
   stage_ = 0;
-  waiting_ = false;
+  runAhead_ = !tag.tagged();
+  // Checked collectives are barriers: nobody is ever more than a phase ahead. Unchecked
+  // ones first make sure everyone is far enough (rooted collectives return without
+  // waiting for all) that this run's phases overwrite no inline area someone still reads.
+  target_ = runAhead_ ? b_->safePhase() : 0;
+  waiting_ = target_ > 0;
+  waitRank_ = -1;
   lagging_ = -1;
   stagedResult_ = false;
   mismatch_ = false;
@@ -92,16 +98,22 @@ void BoardRun::startGroupCheck(Comm* comm, const OpRecord& op, const CollFingerp
 }
 
 bool BoardRun::tagsAgree() {
+  // Equal tags: the same call (the common case: one compare per rank, in the line the
+  // data of small messages shares); for group checks the fingerprints must agree too.
   const int n = b_->nranks();
-  bool same = true;
-  for (int r = 0; r < n && same; ++r) same = b_->tag(r, target_) == tag_;
-  // Equal tags: the same call; for group checks the whole fingerprints must agree too.
+  int r0 = 0;
+  while (r0 < n && b_->tag(r0, target_) == tag_) ++r0;
+  if (r0 == n && !isGroupTag(tag_)) return true;
+  return compareCalls(r0 == n);
+}
+
+bool BoardRun::compareCalls(bool same) {
+  const int n = b_->nranks();
   auto groupOf = [&](int r) {
     CollFingerprint f;
     std::memcpy(&f, b_->checkArea(r, target_), sizeof f);
     return f;
   };
-  if (same && !isGroupTag(tag_)) return true;
   if (same) {
     for (int r = 0; r < n && same; ++r) {
       const CollFingerprint f = groupOf(r);
@@ -141,8 +153,9 @@ bool BoardRun::progress() {
   bool moved = false;
   while (state_ == RunState::kRunning) {
     if (waiting_) {
-      int lag = -1, failed = -1;
-      if (!b_->allReached(target_, &lag, &failed)) {
+      int lag = waitRank_, failed = -1;
+      if (waitRank_ >= 0 ? !b_->reached(waitRank_, target_, &failed)
+                         : !b_->allReached(target_, &lag, &failed)) {
         lagging_ = lag;
         if (failed >= 0) {
           const bool mism = b_->slot(failed).failed.load(std::memory_order_relaxed) ==
@@ -164,6 +177,7 @@ bool BoardRun::progress() {
 
 void BoardRun::publishAndWait() {
   target_ = b_->publish(tag_);
+  waitRank_ = -1;
   waiting_ = true;
   ++stage_;
 }
@@ -252,14 +266,49 @@ void BoardRun::inlineResult() {
   state_ = RunState::kDone;
 }
 
+void BoardRun::runAheadInline() {
+  const int n = b_->nranks(), me = b_->rank();
+  const uint64_t S = uint64_t(op_->count) * red_.typeSize();
+  const char* send = static_cast<const char*>(op_->sendbuff);
+  const bool root = me == op_->root;
+  // Only the root contributes / only the root needs the result.
+  const bool fromRoot = op_->coll == Coll::kBroadcast || op_->coll == Coll::kScatter;
+  const bool toRoot = op_->coll == Coll::kReduce || op_->coll == Coll::kGather;
+  if (stage_ == 1) {
+    inlineResult();
+    if (fromRoot && !root && state_ == RunState::kDone) b_->publish(tag_);  // done reading
+    return;
+  }
+  if (fromRoot && !root) {  // wait for the root's part only, read it, then publish
+    target_ = b_->nextPhase();
+    waitRank_ = op_->root;
+    waiting_ = true;
+    stage_ = 1;
+    return;
+  }
+  // Our part into this phase's inline area.
+  char* mine = b_->inlineData(me, b_->nextPhase());
+  switch (op_->coll) {
+    case Coll::kScatter: case Coll::kReduceScatter: case Coll::kAllToAll:
+      std::memcpy(mine, send, S * uint64_t(n));
+      break;
+    default: std::memcpy(mine, send, S); break;
+  }
+  if ((fromRoot && root) || (toRoot && !root)) {  // nothing to wait for
+    target_ = b_->publish(tag_);
+    return inlineResult();
+  }
+  publishAndWait();
+}
+
 void BoardRun::runStage() {
   const int n = b_->nranks(), me = b_->rank();
   const uint64_t ts = red_.typeSize(), S = uint64_t(op_->count) * ts;
   const char* send = static_cast<const char*>(op_->sendbuff);
   char* recv = static_cast<char*>(op_->recvbuff);
   // Every path's first phase is published with the call's tag: compare before using
-  // anything another rank wrote.
-  if (stage_ == 1 && !tagsAgree()) return;
+  // anything another rank wrote (the check on; then every phase is a barrier).
+  if (stage_ == 1 && !runAhead_ && !tagsAgree()) return;
   if (path_ == BoardPath::kGroupCheck) {
     if (stage_ == 0) {
       std::memcpy(b_->checkArea(me, b_->nextPhase()), &group_, sizeof group_);
@@ -268,6 +317,7 @@ void BoardRun::runStage() {
     state_ = RunState::kDone;
     return;
   }
+  if (path_ == BoardPath::kInline && runAhead_) return runAheadInline();
   if (path_ == BoardPath::kInline) {
     if (stage_ == 1) return inlineResult();
     // Our part into this phase's inline area (only the root's counts where it alone

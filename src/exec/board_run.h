@@ -3,7 +3,8 @@
 // every rank (chooseBoardPath):
 //   inline  each rank's part fits the board's inline area: one phase (write, publish,
 //           wait for all, compute the result from every rank's inline data; rooted
-//           collectives too: a broadcast's root waits for the others to arrive);
+//           collectives too: a broadcast's root waits for the others to arrive, except
+//           with the check off, where roots may run ahead: board.h);
 //   copy    single copy: ranks publish their buffer addresses and read each other's
 //           buffers directly (memcpy in one process, process_vm_readv between
 //           processes), with one more phase so no rank returns while its buffers are
@@ -65,9 +66,13 @@ class BoardRun {
  private:
   /// Does the work after the current wait; publishes the next phase or finishes.
   void runStage();
+  /// The inline path with the check off (roots may run ahead: board.h).
+  void runAheadInline();
   void publishAndWait();
   /// After the first phase: whether every rank published the same call.
   bool tagsAgree();
+  /// tagsAgree's slow part: the group fingerprints (tags equal: `same`), or the message.
+  bool compareCalls(bool same);
   void fail(const std::string& why);
   /// Result of reducing `elems` elements at byte offset `off` of every rank's send
   /// buffer (rank order), into dst.
@@ -85,7 +90,9 @@ class BoardRun {
   BoardPath path_ = BoardPath::kNone;
   int stage_ = 0;
   bool waiting_ = false;
-  uint64_t target_ = 0;  ///< the phase waited for (by every rank)
+  uint64_t target_ = 0;  ///< the phase waited for
+  int waitRank_ = -1;    ///< ... by this rank only (-1: every rank)
+  bool runAhead_ = false;  ///< the check is off: rooted collectives need not wait for all
   int lagging_ = -1;
   bool stagedResult_ = false;  ///< all-to-all in place: results wait in staged_
   std::vector<char> staged_;

@@ -21,7 +21,7 @@ namespace {
 constexpr uint64_t kSeqMask = (uint64_t(1) << 24) - 1;
 constexpr uint64_t kRootMask = (uint64_t(1) << 19) - 1;
 constexpr uint64_t kTagged = uint64_t(1) << 63;
-constexpr uint64_t kGroup = uint64_t(1) << 62;
+constexpr uint64_t kGroup = uint64_t(1) << 62;  // isGroupTag (call_tag.h)
 
 CollFingerprint::Call toCall(const CallTag& t) {
   CollFingerprint::Call c;
@@ -41,8 +41,6 @@ CallTag makeGroupTag(const CollFingerprint& f) {
   t.desc = kTagged | kGroup | (f.hash & (kGroup - 1));
   return t;
 }
-
-bool isGroupTag(const CallTag& t) { return (t.desc & kGroup) != 0; }
 
 void cutToTagBits(CollFingerprint* f) {
   if (f->collSeq >= 0) f->collSeq &= int64_t(kSeqMask);

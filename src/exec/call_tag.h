@@ -36,7 +36,7 @@ CallTag makeCallTag(const OpRecord& op);
 /// The tag of a flag board's group check phase (board_run.h): the group's collectives,
 /// whose fingerprint goes with it. Never equal to a single call's tag.
 CallTag makeGroupTag(const CollFingerprint& f);
-bool isGroupTag(const CallTag& t);
+inline bool isGroupTag(const CallTag& t) { return (t.desc >> 62 & 1) != 0; }
 
 /// A single call's tag as a fingerprint of one call (what fingerprints are compared
 /// with, the collective number cut to the 24 bits the tag carries).
