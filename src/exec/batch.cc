@@ -81,7 +81,7 @@ struct CommWork {
   Comm* comm = nullptr;
   size_t firstStage = 0, endStage = 0, stage = 0;
   /// Stages run up to here for now: the group check until the connections are made
-  /// (connectAndRun), then to endStage.
+  /// (runGroupChecks), then to endStage.
   size_t stop = 0;
   bool checked = false;  ///< the first stage is a group check
   bool done = false;
