@@ -318,9 +318,33 @@ def check_timeout(rank, world):
     dist.barrier()
 
 
+def check_mismatch(rank, world):
+    """The last rank all-reduces 500 floats, the others 1000 (and then a broadcast from
+    another root): with the default settings every rank's call must raise, naming the
+    mismatch, within a second, and the process group must work afterwards."""
+    odd = rank == world - 1
+    for what, call in (
+            ("count", lambda: dist.all_reduce(torch.ones(500 if odd else 1000))),
+            ("root", lambda: dist.broadcast(torch.ones(64), src=1 if odd else 0))):
+        t0 = time.time()
+        try:
+            call()
+            raise AssertionError(f"a mismatched {what} returned success on rank {rank}")
+        except RuntimeError as e:
+            took = time.time() - t0
+            assert "collective mismatch" in str(e), str(e)
+            assert took < 1.0, f"the {what} mismatch took {took:.2f} s to fail"
+            if rank == 0:
+                print(f"{what} mismatch: raised on rank 0 after {took:.3f} s: "
+                      f"{str(e).splitlines()[0][:160]}", flush=True)
+    t = torch.full((1000,), float(rank))
+    dist.all_reduce(t)
+    assert t[0].item() == world * (world - 1) / 2, f"all-reduce after the mismatch {t[0]}"
+
+
 def main(rank, world):
     for check in (check_allreduce, check_async, check_rooted, check_gathers, check_alltoall,
-                  check_p2p, check_groups, check_timeout):
+                  check_p2p, check_groups, check_mismatch, check_timeout):
         t0 = time.time()
         check(rank, world)
         if rank == 0:
