@@ -327,7 +327,9 @@ std::string flightRecorderDir() {
 }
 
 bool prepareFlightRecorderDir(const std::string& dir, bool own, std::string* why) {
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+  // The default directory is this user's alone; one the user chose is made as any
+  // directory is (the umask decides: a team may share it).
+  if (mkdir(dir.c_str(), own ? 0700 : 0777) != 0 && errno != EEXIST) {
     *why = std::string("cannot make the directory: ") + std::strerror(errno);
     return false;
   }

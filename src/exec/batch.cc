@@ -36,12 +36,12 @@ struct Task {
   std::shared_ptr<const Plan> plan;
   Reducer red;
   PlanRun run;
-  /// Collectives on the flag board (plan is null then) run here instead, and so does a
-  /// comm's group check (kGroupCheck: the first stage of its work, see buildWorks).
+  /// Collectives on the flag board (plan is null then) run here instead, and so do the
+  /// check phases of plan collectives on board comms (kCheck: a stage before the
+  /// collective's, see buildWorks).
   BoardRun board;
   BoardPath boardPath = BoardPath::kNone;
   bool onBoard() const { return boardPath != BoardPath::kNone; }
-  bool groupCheck() const { return boardPath == BoardPath::kGroupCheck; }
   bool progress() { return onBoard() ? board.progress() : run.progress(); }
   RunState state() const { return onBoard() ? board.state() : run.state(); }
   const std::string& error() const { return onBoard() ? board.error() : run.error(); }
@@ -74,16 +74,16 @@ struct Lane {
 struct Stage {
   size_t firstLane = 0, nLanes = 0;
   bool p2p = false;
+  bool board = false;  ///< a collective on the flag board or a check phase (no connections)
 };
 
 /// One communicator's part of a batch: stages [firstStage, endStage) of the scratch.
 struct CommWork {
   Comm* comm = nullptr;
   size_t firstStage = 0, endStage = 0, stage = 0;
-  /// Stages run up to here for now: the group check until the connections are made
-  /// (runGroupChecks), then to endStage.
+  /// Stages run up to here for now: the board stages before the first that needs a
+  /// connection, until the connections are made (runFirstChecks), then to endStage.
   size_t stop = 0;
-  bool checked = false;  ///< the first stage is a group check
   bool done = false;
   bool failed = false;
   ncclResult_t code = ncclSuccess;  ///< why it failed
@@ -203,15 +203,14 @@ void failWork(CommWork& w, Task* t, ncclResult_t code, const std::string& why,
   else if (w.comm->recorder) w.comm->recorder->dump(reason);
 }
 
-/// Fails w for the error of task t. A failed group check fails every op of the group
-/// on that comm (none ran).
+/// Fails w for the error of task t: the ops of w that had not finished will not run
+/// (their flight-record entries end as failed, with t's error).
 void failTask(Scratch& sc, CommWork& w, Task* t) {
-  if (t->groupCheck() && w.comm->recorder) {
-    for (size_t st = w.firstStage + 1; st < w.endStage; ++st)
+  if (w.comm->recorder)
+    for (size_t st = w.stage; st < w.endStage; ++st)
       for (size_t l = sc.stages[st].firstLane; l < sc.stages[st].firstLane + sc.stages[st].nLanes; ++l)
         for (Task* o = sc.lanes[l].cur; o; o = o->nextInLane)
-          w.comm->recorder->finished(o->op.frSeq, false, t->error().c_str());
-  }
+          if (o != t) w.comm->recorder->finished(o->op.frSeq, false, t->error().c_str());
   if (t->boardMismatch())
     return failWork(w, t, ncclInvalidUsage, t->error(), "mismatch", /*fatal=*/false);
   failWork(w, t, t->errorCode(), t->error(), t->foundMismatch() ? "mismatch" : "peer");
@@ -330,35 +329,35 @@ ncclResult_t buildWorks(const std::vector<OpRecord>& ops, Scratch& sc) {
   for (const OpRecord& op : ops)
     if (std::find(sc.comms.begin(), sc.comms.end(), op.comm) == sc.comms.end())
       sc.comms.push_back(op.comm);
-  std::vector<const OpRecord*> colls;
   for (Comm* c : sc.comms) {
     CommWork w;
     w.comm = c;
     w.firstStage = w.stage = sc.stages.size();
-    // Collectives that run as plans on a comm with a board: all of this group's
-    // collectives on it are shown there first, in one phase, before any connection is
-    // made (board_run.h): a mismatch is found with nothing connected or moved.
-    colls.clear();
-    bool planned = false;
-    for (const OpRecord& op : ops)
-      if (op.comm == c && op.coll != Coll::kSendRecv && op.rma == 0) {
-        colls.push_back(&op);
-        planned |= op.mem == MemKind::kHost && chooseBoardPath(c, op) == BoardPath::kNone;
-      }
-    if (planned && c->board && c->settings.tagCalls) {
-      Task* t = sc.newTask();
-      t->op = *colls.front();
-      t->op.frSeq = OpRecord::kNoFrSeq;  // not an op of its own
-      t->plan.reset();
-      t->boardPath = BoardPath::kGroupCheck;
-      t->opIndex = c->opCount;
-      t->board.startGroupCheck(c, t->op, makeFingerprint(colls));
-      sc.stages.push_back(Stage{sc.lanes.size(), 1, false});
-      sc.lanes.push_back(Lane{t, t, false, -1});
-      w.checked = true;
-    }
+    bool onlyP2p = true;  // every stage of w so far is sends and receives
     for (const OpRecord& op : ops) {
       if (op.comm != c) continue;
+      // A collective that runs as a plan on a comm with a board shows its call there
+      // first, in a check phase of its own (board_run.h), so that it is compared with
+      // the others' calls like every board collective: a mismatch is found with
+      // nothing moved (and, where it comes first, nothing connected: runFirstChecks).
+      // One phase per collective, not per group: ranks may group the same calls
+      // differently. A check after sends and receives only goes before them (it moves
+      // nothing, and they do not use the board): ranks agree on a group's first check
+      // whether or not p2p precedes it.
+      if (c->board && c->settings.tagCalls && op.coll != Coll::kSendRecv && op.rma == 0 &&
+          op.mem == MemKind::kHost && chooseBoardPath(c, op) == BoardPath::kNone) {
+        Task* t = sc.newTask();
+        t->op = op;
+        t->op.frSeq = OpRecord::kNoFrSeq;  // not an op of its own
+        t->plan.reset();
+        t->boardPath = BoardPath::kCheck;
+        t->opIndex = c->opCount;
+        t->board.start(c, t->op, BoardPath::kCheck, makeCallTag(op));
+        const Stage check{sc.lanes.size(), 1, false, true};
+        if (onlyP2p) sc.stages.insert(sc.stages.begin() + std::ptrdiff_t(w.firstStage), check);
+        else sc.stages.push_back(check);
+        sc.lanes.push_back(Lane{t, t, false, -1});
+      }
       Task* t = sc.newTask();
       BRAID_CHECK(makeTask(c, op, t));
       t->opIndex = c->opCount++;
@@ -366,8 +365,9 @@ ncclResult_t buildWorks(const std::vector<OpRecord>& ops, Scratch& sc) {
       if (t->plan) sc.connector.note(c, *t->plan);
       const bool p2p = op.coll == Coll::kSendRecv;
       if (!p2p || sc.stages.size() == w.firstStage || !sc.stages.back().p2p) {
-        sc.stages.push_back(Stage{sc.lanes.size(), 0, p2p});
+        sc.stages.push_back(Stage{sc.lanes.size(), 0, p2p, t->onBoard()});
       }
+      onlyP2p &= p2p;
       Stage& st = sc.stages.back();
       Lane* lane = nullptr;
       for (size_t l = st.firstLane; p2p && l < st.firstLane + st.nLanes; ++l)
@@ -387,13 +387,25 @@ ncclResult_t buildWorks(const std::vector<OpRecord>& ops, Scratch& sc) {
   return ncclSuccess;
 }
 
-/// Runs the works' group checks (where some have one) before the connections are made:
-/// a comm whose check failed is done (failed) and its connections are not made (its
-/// peers do not make them either). Returns the first failure.
-ncclResult_t runGroupChecks(Scratch& sc) {
-  if (std::none_of(sc.works.begin(), sc.works.end(), [](const CommWork& w) { return w.checked; }))
+/// Before connections are made: for every work with connections to make, runs its
+/// stages up to the first that needs one (board collectives and check phases: in
+/// particular the check of its first plan collective), so that a mismatched call is
+/// found before ranks wait for each other's connections (a comm whose check failed is
+/// done and its connections are not made; its peers do not make them either). Later
+/// checks run in their turn (a rank waiting for one there would stop a peer that runs
+/// the same calls ungrouped). Returns the first failure.
+ncclResult_t runFirstChecks(Scratch& sc) {
+  bool any = false;
+  for (CommWork& w : sc.works) {
+    w.stop = w.firstStage;
+    if (!sc.connector.pending(w.comm)) continue;
+    while (w.stop < w.endStage && sc.stages[w.stop].board) ++w.stop;
+    any |= w.stop > w.firstStage;
+  }
+  if (!any) {
+    for (CommWork& w : sc.works) w.stop = w.endStage;
     return ncclSuccess;
-  for (CommWork& w : sc.works) w.stop = w.firstStage + (w.checked ? 1 : 0);
+  }
   const ncclResult_t r = runAll(sc);
   for (CommWork& w : sc.works) {
     if (w.failed) sc.connector.forget(w.comm);
@@ -441,7 +453,7 @@ ncclResult_t checkCollectives(const std::vector<OpRecord>& ops, Scratch& sc,
     exchange.push_back(op);
   }
   ncclResult_t r = buildWorks(exchange, sc);
-  if (r == ncclSuccess) r = runGroupChecks(sc);
+  if (r == ncclSuccess) r = runFirstChecks(sc);
   if (r == ncclSuccess) r = sc.connector.connect();
   if (r == ncclSuccess) r = runAll(sc);
   sc.reset();
@@ -511,8 +523,8 @@ ncclResult_t runOps(const std::vector<OpRecord>& batchOps, Scratch& sc,
     hostOps = &hostOnly;
   }
   r = buildWorks(*hostOps, sc);
-  // Group checks fail only their comm's work (the others go on).
-  const ncclResult_t groupCheck = r == ncclSuccess ? runGroupChecks(sc) : ncclSuccess;
+  // First checks fail only their comm's work (the others go on).
+  const ncclResult_t firstCheck = r == ncclSuccess ? runFirstChecks(sc) : ncclSuccess;
   if (r == ncclSuccess) r = sc.connector.connect();
   if (r != ncclSuccess) {
     for (const OpRecord& op : *hostOps)
@@ -521,7 +533,7 @@ ncclResult_t runOps(const std::vector<OpRecord>& batchOps, Scratch& sc,
     return r;
   }
   r = runAll(sc);
-  if (groupCheck != ncclSuccess) return groupCheck;
+  if (firstCheck != ncclSuccess) return firstCheck;
   return r != ncclSuccess ? r : mismatch;
 }
 

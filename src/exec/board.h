@@ -2,8 +2,8 @@
 //
 // One shared-memory segment per communicator (made at init, when every rank is on the
 // same host), with one slot per rank. A slot has a phase counter and a failure word in
-// one cache line, the addresses of the rank's current buffers next to them, two check
-// areas and kInlineAreas inline areas (phase t uses area t mod kInlineAreas). An inline
+// one cache line, the addresses of the rank's current buffers next to them, and
+// kInlineAreas inline areas (phase t uses area t mod kInlineAreas). An inline
 // area starts with the tag of the call that published the phase, then its inline
 // data: a small message and its tag travel in one cache line. Collectives
 // that run on the board (src/exec/board_run.h) are sequences of phases: a rank writes what it
@@ -13,8 +13,9 @@
 // directly: memcpy within one process, process_vm_readv between processes (single copy;
 // probed at init, used only where every pair may read each other).
 //
-// Every collective on a communicator with a board publishes a phase when it starts,
-// also those that then run as plans (a check phase), and compares every rank's tag
+// Every collective on host buffers on a communicator with a board publishes a phase
+// when it starts, also those that then run as plans (a check phase), and compares
+// every rank's tag
 // before anyone reads or reduces: a rank that called another collective, count, type,
 // op or root is found by every rank at the same phase, before any data moved.
 //
@@ -82,15 +83,7 @@ class Board {
   /// Every rank lives in this process (single copy is memcpy).
   bool allLocal() const { return allLocal_; }
 
-  /// Bytes of a rank's check area: a group's collectives (a CollFingerprint) for the
-  /// group check phase (board_run.h), two of them (phase t uses t mod 2).
-  static constexpr size_t kCheckAreaBytes = 128;
-
   Slot& slot(int r) const { return *reinterpret_cast<Slot*>(base_ + slotOffset(r)); }
-  /// Rank r's check area for phase `phase`.
-  char* checkArea(int r, uint64_t phase) const {
-    return base_ + slotOffset(r) + sizeof(Slot) + (phase % 2) * kCheckAreaBytes;
-  }
   /// Rank r's inline data for phase `phase` (after the tag: 16-byte aligned).
   char* inlineData(int r, uint64_t phase) const { return area(r, phase) + sizeof(CallTag); }
   /// The phase every rank must have reached before this rank publishes its next one.
@@ -139,7 +132,7 @@ class Board {
   char* area(int r, uint64_t phase) const {
     return base_ + slotOffset(r) + kAreasOffset + (phase % kInlineAreas) * areaBytes_;
   }
-  static constexpr size_t kAreasOffset = sizeof(Slot) + 2 * kCheckAreaBytes;
+  static constexpr size_t kAreasOffset = sizeof(Slot);
 
   char* base_ = nullptr;
   std::string name_;  ///< the segment's name (ranks of one process share its mapping)

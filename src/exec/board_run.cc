@@ -9,9 +9,6 @@
 namespace braid {
 namespace {
 
-static_assert(sizeof(CollFingerprint) <= Board::kCheckAreaBytes,
-              "a group's fingerprint fits a board check area");
-
 /// Elements are reduced in blocks of this many bytes (read from another process into
 /// a bounce buffer first), so the sources and the partial result stay in cache.
 constexpr uint64_t kBlockBytes = 32 << 10;
@@ -63,7 +60,7 @@ const char* boardPathName(BoardPath p) {
   switch (p) {
     case BoardPath::kInline: return "board-inline";
     case BoardPath::kCopy: return "board-copy";
-    case BoardPath::kGroupCheck: return "board-check";
+    case BoardPath::kCheck: return "board-check";
     default: return "none";
   }
 }
@@ -92,52 +89,25 @@ void BoardRun::start(Comm* comm, const OpRecord& op, BoardPath path, const CallT
   error_.clear();
 }
 
-void BoardRun::startGroupCheck(Comm* comm, const OpRecord& op, const CollFingerprint& f) {
-  group_ = f;
-  start(comm, op, BoardPath::kGroupCheck, makeGroupTag(f));
-}
-
 bool BoardRun::tagsAgree() {
   // Equal tags: the same call (the common case: one compare per rank, in the line the
-  // data of small messages shares); for group checks the fingerprints must agree too.
+  // data of small messages shares).
   const int n = b_->nranks();
   int r0 = 0;
   while (r0 < n && b_->tag(r0, target_) == tag_) ++r0;
-  if (r0 == n && !isGroupTag(tag_)) return true;
-  return compareCalls(r0 == n);
-}
-
-bool BoardRun::compareCalls(bool same) {
-  const int n = b_->nranks();
-  auto groupOf = [&](int r) {
-    CollFingerprint f;
-    std::memcpy(&f, b_->checkArea(r, target_), sizeof f);
-    return f;
-  };
-  if (same) {
-    for (int r = 0; r < n && same; ++r) {
-      const CollFingerprint f = groupOf(r);
-      same = std::memcmp(&f, &group_, sizeof f) == 0;
-    }
-    if (same) return true;
-  }
-  // Every rank's calls as fingerprints (a group's from its check area), compared alike
-  // on every rank: the message names the ranks on each side and both calls.
-  std::vector<CollFingerprint> all;
-  all.reserve(size_t(n));
+  if (r0 == n) return true;
+  // Every rank's tag, compared alike on every rank: the message names the ranks on
+  // each side and both calls.
+  std::vector<CallTag> all(static_cast<size_t>(n));
+  bool someUntagged = false;
   for (int r = 0; r < n; ++r) {
-    const CallTag t = b_->tag(r, target_);
-    if (!isGroupTag(t)) {
-      all.push_back(fingerprintOfTag(t));
-      continue;
-    }
-    all.push_back(groupOf(r));
-    cutToTagBits(&all.back());
+    all[size_t(r)] = b_->tag(r, target_);
+    someUntagged |= !all[size_t(r)].tagged();
   }
-  std::string why = compareFingerprints(all, "collective mismatch");
-  if (why.empty())  // the same calls, but the ranks run them differently (not expected)
-    why = "collective mismatch: the ranks made the same calls but not in the same groups "
-          "(a group check on some ranks, a flag-board collective on others)";
+  const std::string why =
+      someUntagged ? "collective mismatch check: the ranks disagree on BRAID_CHECK (some "
+                     "ranks check their calls, others have the check off)"
+                   : compareCallTags(all.data(), n);
   fail(why);
   mismatch_ = true;
   return false;
@@ -309,11 +279,8 @@ void BoardRun::runStage() {
   // Every path's first phase is published with the call's tag: compare before using
   // anything another rank wrote (the check on; then every phase is a barrier).
   if (stage_ == 1 && !runAhead_ && !tagsAgree()) return;
-  if (path_ == BoardPath::kGroupCheck) {
-    if (stage_ == 0) {
-      std::memcpy(b_->checkArea(me, b_->nextPhase()), &group_, sizeof group_);
-      return publishAndWait();
-    }
+  if (path_ == BoardPath::kCheck) {
+    if (stage_ == 0) return publishAndWait();
     state_ = RunState::kDone;
     return;
   }

@@ -11,13 +11,13 @@
 //           being read. All-reduce is two-shot: rank r reduces chunk r of every rank's
 //           input (in rank order, so every rank gets the same bits), then every rank
 //           copies the other chunks from their owners.
-// A third, kGroupCheck, moves no data: the one phase a group (or a single call) with
-// collectives that run as plans publishes before its connections are made and its
-// plans run, carrying the fingerprint of all the group's collectives on that comm (in
-// the board's check area), so that they are compared like the others' (board.h).
-// Every path compares every rank's tag of its first phase (and the fingerprints of
-// group checks) before it reads or reduces anything: a mismatch fails the run on every
-// rank alike (mismatch()), with no data moved, so the communicator stays usable.
+// A third, kCheck, moves no data: the phase a collective that runs as a plan (too large
+// for the board) publishes with its tag just before the plan runs (and before its
+// connections are made, where it makes some: batch.cc), so that every collective on a
+// board comm is compared at a phase of its own, whichever way it moves its data.
+// Every path compares every rank's tag of its first phase before it reads or reduces
+// anything: a mismatch fails the run on every rank alike (mismatch()), with no data
+// moved, so the communicator stays usable.
 // Like PlanRun, progress() never blocks: the batch's progress loop waits, checks peers,
 // times out and aborts for it.
 #pragma once
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "src/core/op.h"
-#include "src/diag/fingerprint.h"
+#include "src/exec/call_tag.h"
 #include "src/exec/engine.h"
 #include "src/reduce/reducer.h"
 
@@ -35,7 +35,7 @@ namespace braid {
 class Board;
 struct Comm;
 
-enum class BoardPath : uint8_t { kNone, kInline, kCopy, kGroupCheck };
+enum class BoardPath : uint8_t { kNone, kInline, kCopy, kCheck };
 
 /// The board path for `op` (the same answer on every rank making the same call), or
 /// kNone: the op goes through a Plan.
@@ -47,9 +47,6 @@ class BoardRun {
   /// `op` must stay valid until the run is over. tag: op's call (compared with every
   /// rank's at the first phase; untagged on every rank when the check is off).
   void start(Comm* comm, const OpRecord& op, BoardPath path, const CallTag& tag);
-  /// The group check phase for the collectives of fingerprint `f` (op: the first of
-  /// them, for messages).
-  void startGroupCheck(Comm* comm, const OpRecord& op, const CollFingerprint& f);
   bool progress();
   RunState state() const { return state_; }
   const std::string& error() const { return error_; }
@@ -71,8 +68,6 @@ class BoardRun {
   void publishAndWait();
   /// After the first phase: whether every rank published the same call.
   bool tagsAgree();
-  /// tagsAgree's slow part: the group fingerprints (tags equal: `same`), or the message.
-  bool compareCalls(bool same);
   void fail(const std::string& why);
   /// Result of reducing `elems` elements at byte offset `off` of every rank's send
   /// buffer (rank order), into dst.
@@ -83,7 +78,6 @@ class BoardRun {
   Board* b_ = nullptr;
   const OpRecord* op_ = nullptr;  ///< the caller's record (outlives the run)
   CallTag tag_;
-  CollFingerprint group_;  ///< kGroupCheck: what goes into the check area
   bool mismatch_ = false;
   ncclResult_t failedCode_ = ncclRemoteError;
   Reducer red_;

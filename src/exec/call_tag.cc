@@ -4,7 +4,7 @@
 //   29-34  ncclDataType_t (0 for send/receive: their bytes are compared)
 //   35-42  the reduction op (CollFingerprint::Call::op: kPreMulSum for a user op)
 //   43-61  the root, low 19 bits
-//   62     0 (1: a group tag: 1 | the group fingerprint's hash in bits 0-61)
+//   62     0 (spare)
 //   63     1: tagged
 #include "src/exec/call_tag.h"
 
@@ -21,7 +21,6 @@ namespace {
 constexpr uint64_t kSeqMask = (uint64_t(1) << 24) - 1;
 constexpr uint64_t kRootMask = (uint64_t(1) << 19) - 1;
 constexpr uint64_t kTagged = uint64_t(1) << 63;
-constexpr uint64_t kGroup = uint64_t(1) << 62;  // isGroupTag (call_tag.h)
 
 CollFingerprint::Call toCall(const CallTag& t) {
   CollFingerprint::Call c;
@@ -34,17 +33,6 @@ CollFingerprint::Call toCall(const CallTag& t) {
 }
 
 }  // namespace
-
-CallTag makeGroupTag(const CollFingerprint& f) {
-  CallTag t;
-  t.count = f.nColl;
-  t.desc = kTagged | kGroup | (f.hash & (kGroup - 1));
-  return t;
-}
-
-void cutToTagBits(CollFingerprint* f) {
-  if (f->collSeq >= 0) f->collSeq &= int64_t(kSeqMask);
-}
 
 CollFingerprint fingerprintOfTag(const CallTag& t) {
   const CollFingerprint::Call c = toCall(t);
@@ -70,7 +58,6 @@ CallTag makeCallTag(const OpRecord& op) {
 
 std::string describeCallTag(const CallTag& t) {
   if (!t.tagged()) return "an untagged call";
-  if (isGroupTag(t)) return "a group of " + std::to_string(t.count) + " collective(s)";
   const CollFingerprint::Call c = toCall(t);
   if (Coll(c.coll) == Coll::kSendRecv)
     return "ncclSend/ncclRecv of " + std::to_string(t.count) + " bytes";

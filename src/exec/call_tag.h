@@ -33,16 +33,9 @@ struct CallTag {
 /// only (a program may send floats that its peer receives as bytes, as with NCCL).
 CallTag makeCallTag(const OpRecord& op);
 
-/// The tag of a flag board's group check phase (board_run.h): the group's collectives,
-/// whose fingerprint goes with it. Never equal to a single call's tag.
-CallTag makeGroupTag(const CollFingerprint& f);
-inline bool isGroupTag(const CallTag& t) { return (t.desc >> 62 & 1) != 0; }
-
 /// A single call's tag as a fingerprint of one call (what fingerprints are compared
 /// with, the collective number cut to the 24 bits the tag carries).
 CollFingerprint fingerprintOfTag(const CallTag& t);
-/// Cuts f's collective number to the 24 bits tags carry (to compare with tags').
-void cutToTagBits(CollFingerprint* f);
 
 /// "collective #5 ncclAllReduce(count 1000, float, sum)", "ncclSend/ncclRecv of 4096
 /// bytes", for messages.

@@ -57,6 +57,12 @@ void Connector::forget(const Comm* c) {
                      missingRecv_.end());
 }
 
+bool Connector::pending(const Comm* c) const {
+  auto mine = [c](const std::pair<Comm*, uint64_t>& item) { return item.first == c; };
+  return std::any_of(missingSend_.begin(), missingSend_.end(), mine) ||
+         std::any_of(missingRecv_.begin(), missingRecv_.end(), mine);
+}
+
 ncclResult_t Connector::connect() {
   struct Pending {
     Comm* comm;

@@ -25,6 +25,8 @@ class Connector {
   ncclResult_t connect();
   /// Drops the notes of comm `c` (its work failed before its connections were made).
   void forget(const Comm* c);
+  /// Whether connections of comm `c` are noted (to be made by connect()).
+  bool pending(const Comm* c) const;
   void clear() {
     missingSend_.clear();
     missingRecv_.clear();

@@ -154,6 +154,112 @@ TEST(Mismatch, ForcedRingThreads4) {
   boardCases(Launch::kThreads, 4, 3, {{"NCCL_ALGO", "Ring"}});
 }
 
+ncclComm_t splitOff(ncclComm_t parent, int rank);
+
+/// Checks that v (sampled, and its last element) holds the sum over the ranks of
+/// scale * (rank + 1).
+void expectSum(const std::vector<float>& v, int nranks, float scale) {
+  const float want = scale * float(nranks * (nranks + 1) / 2);
+  for (size_t i = 0; i < v.size(); i += v.size() / 7 + 1) ASSERT_EQ(v[i], want) << "element " << i;
+  ASSERT_EQ(v.back(), want);
+}
+
+/// Ranks may group the same calls differently (as in NCCL): plan-sized all-reduces in
+/// one group on rank 0, one call at a time on the others; then across two comms (rank
+/// 0 groups a call on each, the others call them in turn). The checks are per call, so
+/// nothing is refused and nothing waits.
+void groupedDifferently(Launch how, int nranks) {
+  ScopedEnv scoped({{"BRAID_TIMEOUT_MS", "20000"}});
+  RunOptions opts;
+  opts.watchdogSeconds = 240;
+  run(how, nranks, [&](ncclComm_t& comm, int rank, int n) {
+    ncclComm_t other = splitOff(comm, rank);
+    ASSERT_NE(other, nullptr);
+    std::vector<float> a(kPlan), b(kPlan), c(kInline);
+    auto ar = [](std::vector<float>& v, ncclComm_t on) {
+      return ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat, ncclSum, on, nullptr);
+    };
+    for (int round = 0; round < 3; ++round) {  // round 0 also makes the connections
+      SCOPED_TRACE("round " + std::to_string(round));
+      std::fill(a.begin(), a.end(), float(rank + 1));
+      std::fill(b.begin(), b.end(), float(2 * (rank + 1)));
+      std::fill(c.begin(), c.end(), float(3 * (rank + 1)));
+      if (rank == 0) {
+        MR_NCCL_OK(ncclGroupStart());
+        MR_NCCL_OK(ar(a, comm));
+        MR_NCCL_OK(ar(c, comm));
+        MR_NCCL_OK(ar(b, comm));
+        MR_NCCL_OK(ncclGroupEnd());
+      } else {
+        MR_NCCL_OK(ar(a, comm));
+        MR_NCCL_OK(ar(c, comm));
+        MR_NCCL_OK(ar(b, comm));
+      }
+      expectSum(a, n, 1);
+      expectSum(b, n, 2);
+      expectSum(c, n, 3);
+      if (round == 0) {  // the second comm's connections, made alike by every rank
+        MR_NCCL_OK(ar(b, other));
+        continue;
+      }
+      std::fill(a.begin(), a.end(), float(rank + 1));
+      std::fill(b.begin(), b.end(), float(2 * (rank + 1)));
+      if (rank == 0) {
+        MR_NCCL_OK(ncclGroupStart());
+        MR_NCCL_OK(ar(a, comm));
+        MR_NCCL_OK(ar(b, other));
+        MR_NCCL_OK(ncclGroupEnd());
+      } else {
+        MR_NCCL_OK(ar(a, comm));
+        MR_NCCL_OK(ar(b, other));
+      }
+      expectSum(a, n, 1);
+      expectSum(b, n, 2);
+    }
+    // A mismatch inside a group is found at its call: the calls before it ran.
+    std::fill(a.begin(), a.end(), float(rank + 1));
+    MR_NCCL_OK(ncclGroupStart());
+    MR_NCCL_OK(ar(a, comm));
+    MR_NCCL_OK(ncclAllReduce(b.data(), b.data(), rank == n - 1 ? kPlan / 2 : kPlan, ncclFloat,
+                             ncclSum, comm, nullptr));
+    EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
+    EXPECT_TRUE(mentions(ncclGetLastError(comm), "collective mismatch"));
+    EXPECT_TRUE(mentions(ncclGetLastError(comm), "ncclAllReduce(count " + std::to_string(kPlan / 2)));
+    expectSum(a, n, 1);
+    expectWorks(comm, rank, n, kPlan);
+    EXPECT_EQ(ncclCommDestroy(other), ncclSuccess);
+  }, opts);
+}
+
+TEST(Mismatch, GroupedDifferentlyRunsThreads3) { groupedDifferently(Launch::kThreads, 3); }
+TEST(Mismatch, GroupedDifferentlyRunsProcesses2) { groupedDifferently(Launch::kProcesses, 2); }
+
+// A group {send to 1, all-reduce} on rank 0 against {all-reduce, receive from 0} on rank
+// 1: Braid runs a group's calls in call order, so rank 1's all-reduce meets the send's
+// data. Refused on both ranks (the receiver names the send), never run with wrong data
+// and never left waiting (docs/reliability.md: put the calls in the same order).
+TEST(Mismatch, SendBeforeCollectiveAgainstCollectiveFirst) {
+  ScopedEnv env({{"BRAID_TIMEOUT_MS", "20000"}});
+  run(Launch::kThreads, 2, [](ncclComm_t& comm, int rank, int) {
+    std::vector<float> a(kPlan, float(rank + 1)), m(1000, 7.0f);
+    const auto t0 = std::chrono::steady_clock::now();
+    MR_NCCL_OK(ncclGroupStart());
+    if (rank == 0) {
+      MR_NCCL_OK(ncclSend(m.data(), m.size(), ncclFloat, 1, comm, nullptr));
+      MR_NCCL_OK(ncclAllReduce(a.data(), a.data(), a.size(), ncclFloat, ncclSum, comm, nullptr));
+    } else {
+      MR_NCCL_OK(ncclAllReduce(a.data(), a.data(), a.size(), ncclFloat, ncclSum, comm, nullptr));
+      MR_NCCL_OK(ncclRecv(m.data(), m.size(), ncclFloat, 0, comm, nullptr));
+    }
+    EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
+    EXPECT_LT(secondsSince(t0), kWithin);
+    EXPECT_TRUE(mentions(ncclGetLastError(comm),
+                         rank == 1 ? "rank 0 sent data of ncclSend/ncclRecv of 4000 bytes but "
+                                     "this rank called collective #0 ncclAllReduce"
+                                   : "that rank found a collective mismatch"));
+  });
+}
+
 enum class NoBoard { kHosts, kShm, kLocal };
 
 /// Runs body on ranks that share no board: every process its own NCCL_HOSTID (sockets

@@ -66,15 +66,18 @@ int inflightFor(const FifoGeometry& g) {
   return int(n);
 }
 
-/// A FIFO slot travels as one message (with its tag): it must fit the device's largest
-/// transfer.
-ncclResult_t checkSlotFits(const Net* net, int dev, uint64_t slotBytes) {
+/// A FIFO slot travels as one message (host connections: with its tag after it): it
+/// must fit the device's largest transfer.
+ncclResult_t checkSlotFits(const Net* net, int dev, uint64_t slotBytes, bool device) {
   const size_t most = net->devices[size_t(dev)].maxP2pBytes;
-  if (most > 0 && slotBytes + NetConn::kTrailerBytes > most)
+  const uint64_t trailer = device ? 0 : NetConn::kTrailerBytes;
+  if (most > 0 && slotBytes + trailer > most)
     return setError(ncclInvalidUsage, nullptr,
-                    "%s net: FIFO slots of %llu bytes exceed device %d's largest transfer "
-                    "(%zu bytes): lower NCCL_BUFFSIZE or raise BRAID_FIFO_SLOTS",
-                    net->name.c_str(), (unsigned long long)slotBytes, dev, most);
+                    "%s net: FIFO slots of %llu bytes (and a %llu-byte call tag) exceed "
+                    "device %d's largest transfer (%zu bytes): lower NCCL_BUFFSIZE or raise "
+                    "BRAID_FIFO_SLOTS",
+                    net->name.c_str(), (unsigned long long)slotBytes,
+                    (unsigned long long)trailer, dev, most);
   return ncclSuccess;
 }
 
@@ -168,7 +171,7 @@ class NetTransport : public Transport {
     const Net* net = nullptr;
     BRAID_CHECK(NetRegistry::get().select(ctx.netName, &net));
     const int dev = ctx.channel % int(net->devices.size());
-    BRAID_CHECK(checkSlotFits(net, dev, g.slotBytes));
+    BRAID_CHECK(checkSlotFits(net, dev, g.slotBytes, ctx.device));
     auto conn = std::make_shared<NetConn>(NetConn::Dir::kRecv, net, dev, g.nslots, g.slotBytes,
                                           peer, inflightFor(g), /*tagTrailer=*/!ctx.device);
     if (!conn->fifoMem())
@@ -223,7 +226,7 @@ class NetTransport : public Transport {
                       "/ NCCL_NET_PLUGIN / NCCL_IB_DISABLE must agree on every rank", peer,
                       d.net, net->name.c_str());
     const int dev = ctx.channel % int(net->devices.size());
-    BRAID_CHECK(checkSlotFits(net, dev, g.slotBytes));
+    BRAID_CHECK(checkSlotFits(net, dev, g.slotBytes, ctx.device));
     auto conn = std::make_shared<NetConn>(NetConn::Dir::kSend, net, dev, g.nslots, g.slotBytes,
                                           peer, inflightFor(g), /*tagTrailer=*/!ctx.device);
     if (!conn->fifoMem())
