@@ -236,11 +236,19 @@ void BoardRun::inlineResult() {
   state_ = RunState::kDone;
 }
 
+void BoardRun::writeInlinePart() {
+  const int me = b_->rank();
+  // Only the root's part counts where it alone contributes.
+  if ((op_->coll == Coll::kBroadcast || op_->coll == Coll::kScatter) && me != op_->root) return;
+  const bool perRank = op_->coll == Coll::kScatter || op_->coll == Coll::kReduceScatter ||
+                       op_->coll == Coll::kAllToAll;
+  const uint64_t bytes = uint64_t(op_->count) * red_.typeSize() *
+                         (perRank ? uint64_t(b_->nranks()) : 1);
+  std::memcpy(b_->inlineData(me, b_->nextPhase()), op_->sendbuff, bytes);
+}
+
 void BoardRun::runAheadInline() {
-  const int n = b_->nranks(), me = b_->rank();
-  const uint64_t S = uint64_t(op_->count) * red_.typeSize();
-  const char* send = static_cast<const char*>(op_->sendbuff);
-  const bool root = me == op_->root;
+  const bool root = b_->rank() == op_->root;
   // Only the root contributes / only the root needs the result.
   const bool fromRoot = op_->coll == Coll::kBroadcast || op_->coll == Coll::kScatter;
   const bool toRoot = op_->coll == Coll::kReduce || op_->coll == Coll::kGather;
@@ -256,14 +264,7 @@ void BoardRun::runAheadInline() {
     stage_ = 1;
     return;
   }
-  // Our part into this phase's inline area.
-  char* mine = b_->inlineData(me, b_->nextPhase());
-  switch (op_->coll) {
-    case Coll::kScatter: case Coll::kReduceScatter: case Coll::kAllToAll:
-      std::memcpy(mine, send, S * uint64_t(n));
-      break;
-    default: std::memcpy(mine, send, S); break;
-  }
+  writeInlinePart();
   if ((fromRoot && root) || (toRoot && !root)) {  // nothing to wait for
     target_ = b_->publish(tag_);
     return inlineResult();
@@ -287,19 +288,7 @@ void BoardRun::runStage() {
   if (path_ == BoardPath::kInline && runAhead_) return runAheadInline();
   if (path_ == BoardPath::kInline) {
     if (stage_ == 1) return inlineResult();
-    // Our part into this phase's inline area (only the root's counts where it alone
-    // contributes), then everyone's phase.
-    char* mine = b_->inlineData(me, b_->nextPhase());
-    switch (op_->coll) {
-      case Coll::kBroadcast:
-        if (me == op_->root) std::memcpy(mine, send, S);
-        break;
-      case Coll::kScatter:
-        if (me == op_->root) std::memcpy(mine, send, S * uint64_t(n));
-        break;
-      case Coll::kReduceScatter: case Coll::kAllToAll: std::memcpy(mine, send, S * uint64_t(n)); break;
-      default: std::memcpy(mine, send, S); break;
-    }
+    writeInlinePart();
     return publishAndWait();
   }
   // Single copy.

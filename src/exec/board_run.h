@@ -63,6 +63,8 @@ class BoardRun {
  private:
   /// Does the work after the current wait; publishes the next phase or finishes.
   void runStage();
+  /// Copies this rank's part of an inline collective into its next phase's area.
+  void writeInlinePart();
   /// The inline path with the check off (roots may run ahead: board.h).
   void runAheadInline();
   void publishAndWait();

@@ -179,22 +179,22 @@ void groupedDifferently(Launch how, int nranks) {
     auto ar = [](std::vector<float>& v, ncclComm_t on) {
       return ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat, ncclSum, on, nullptr);
     };
+    auto fill = [rank](std::vector<float>& v, int scale) {
+      std::fill(v.begin(), v.end(), float(scale * (rank + 1)));
+    };
+    // Rank 0 makes these all-reduces in one group, the others one call at a time.
+    using Call = std::pair<std::vector<float>*, ncclComm_t>;
+    auto groupedOnRankZero = [&](std::initializer_list<Call> calls) {
+      if (rank == 0) MR_NCCL_OK(ncclGroupStart());
+      for (const Call& k : calls) MR_NCCL_OK(ar(*k.first, k.second));
+      if (rank == 0) MR_NCCL_OK(ncclGroupEnd());
+    };
     for (int round = 0; round < 3; ++round) {  // round 0 also makes the connections
       SCOPED_TRACE("round " + std::to_string(round));
-      std::fill(a.begin(), a.end(), float(rank + 1));
-      std::fill(b.begin(), b.end(), float(2 * (rank + 1)));
-      std::fill(c.begin(), c.end(), float(3 * (rank + 1)));
-      if (rank == 0) {
-        MR_NCCL_OK(ncclGroupStart());
-        MR_NCCL_OK(ar(a, comm));
-        MR_NCCL_OK(ar(c, comm));
-        MR_NCCL_OK(ar(b, comm));
-        MR_NCCL_OK(ncclGroupEnd());
-      } else {
-        MR_NCCL_OK(ar(a, comm));
-        MR_NCCL_OK(ar(c, comm));
-        MR_NCCL_OK(ar(b, comm));
-      }
+      fill(a, 1);
+      fill(b, 2);
+      fill(c, 3);
+      groupedOnRankZero({{&a, comm}, {&c, comm}, {&b, comm}});
       expectSum(a, n, 1);
       expectSum(b, n, 2);
       expectSum(c, n, 3);
@@ -202,22 +202,14 @@ void groupedDifferently(Launch how, int nranks) {
         MR_NCCL_OK(ar(b, other));
         continue;
       }
-      std::fill(a.begin(), a.end(), float(rank + 1));
-      std::fill(b.begin(), b.end(), float(2 * (rank + 1)));
-      if (rank == 0) {
-        MR_NCCL_OK(ncclGroupStart());
-        MR_NCCL_OK(ar(a, comm));
-        MR_NCCL_OK(ar(b, other));
-        MR_NCCL_OK(ncclGroupEnd());
-      } else {
-        MR_NCCL_OK(ar(a, comm));
-        MR_NCCL_OK(ar(b, other));
-      }
+      fill(a, 1);
+      fill(b, 2);
+      groupedOnRankZero({{&a, comm}, {&b, other}});
       expectSum(a, n, 1);
       expectSum(b, n, 2);
     }
     // A mismatch inside a group is found at its call: the calls before it ran.
-    std::fill(a.begin(), a.end(), float(rank + 1));
+    fill(a, 1);
     MR_NCCL_OK(ncclGroupStart());
     MR_NCCL_OK(ar(a, comm));
     MR_NCCL_OK(ncclAllReduce(b.data(), b.data(), rank == n - 1 ? kPlan / 2 : kPlan, ncclFloat,
