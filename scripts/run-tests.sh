@@ -91,7 +91,11 @@ scripts/setup-python-env.sh build/venv
 stage "build (RelWithDebInfo)"
 build build all
 stage "tests"
-suite build -j 2 --timeout 600 -LE multinode
+suite build -j 2 --timeout 600 -LE "multinode|soak"
+# The short soaks judge memory growth over 20-25 s, where one process's allocator can
+# jump by a few MiB at the wrong moment (seen once in many runs: docs/reliability.md,
+# Soak): a failing soak case gets one more try; a real leak fails both.
+suite build -j 2 --timeout 600 -L soak --repeat until-pass:2
 # The network-namespace "nodes" depend on the kernel's namespace setup, which has been
 # seen to stall once on a loaded 2-core machine: a failing multinode test gets one more
 # try (a real failure fails twice).
