@@ -185,9 +185,15 @@ const StringParam kCheck("BRAID_CHECK", "",
     "no data; one small all-gather per group). 0: neither. Rank 0's value applies to the "
     "communicator.");
 const IntParam kSpinUs("BRAID_SPIN_US", 1000,
-    "Microseconds a waiting rank busy-polls before it starts yielding the CPU (then it "
-    "yields, then naps). Unset: this default when the host's ranks fit on its CPUs, 0 "
-    "(yield at once) when they outnumber them.");
+    "Microseconds a waiting rank busy-polls before it gives up the CPU (then it sleeps "
+    "in the kernel until a peer wakes it, see BRAID_SLEEP). Unset: this default when "
+    "the host's ranks fit on its CPUs, 0 (give the CPU up at once) when they outnumber "
+    "them.");
+const IntParam kSleep("BRAID_SLEEP", 1,
+    "1: a waiting rank that has spun for BRAID_SPIN_US sleeps in the kernel (futex) "
+    "until a peer of its host publishes what it waits for (communicators with a flag "
+    "board whose connections are local or shm). 0: it yields, then naps for 20 us at a "
+    "time (the behaviour before; also what ranks waiting on a network always do).");
 
 const StringParam kSimd("BRAID_SIMD", "auto",
     "Instruction set of the host reduction kernels: auto (the best this CPU has), avx512, "

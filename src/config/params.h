@@ -114,6 +114,7 @@ extern const IntParam kTimeoutMs;        // BRAID_TIMEOUT_MS
 extern const IntParam kBootstrapTimeoutMs;  // BRAID_BOOTSTRAP_TIMEOUT_MS
 extern const IntParam kPeerCheckMs;      // BRAID_PEER_CHECK_MS
 extern const IntParam kSpinUs;           // BRAID_SPIN_US
+extern const IntParam kSleep;            // BRAID_SLEEP
 // Diagnosis (src/diag)
 extern const IntParam kFlightRecorder;   // BRAID_FLIGHT_RECORDER
 extern const StringParam kFlightRecorderDir;  // BRAID_FLIGHT_RECORDER_DIR

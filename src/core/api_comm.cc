@@ -67,6 +67,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   Comm* c = asComm(comm);
   c->abortFlag.store(true);
   joinInit(c);
+  c->wakeSelf();  // a thread asleep in this comm's work wakes and sees the flag
   // Work cut short is what a later diagnosis needs: write it out (a failure was
   // written when it happened).
   if (c->recorder && c->asyncError.load() == ncclSuccess && c->recorder->outstanding())
@@ -91,6 +92,7 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
     return setError(ncclInvalidArgument, c, "ncclCommRevoke: revokeFlags must be "
                     "NCCL_REVOKE_DEFAULT (0), not 0x%x", revokeFlags);
   c->revoked.store(true);
+  c->wakeSelf();
   // A thread executing this comm's work notices the flag and closes the connections
   // itself (Comm::fatal); otherwise close them here, so peers fail instead of waiting.
   std::unique_lock<std::mutex> lock(c->execMutex, std::try_to_lock);

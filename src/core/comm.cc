@@ -224,6 +224,16 @@ ConnTable::Announce Comm::announceSwitch(int channel, SwitchOp op, uint64_t byte
   return port ? port->announce(op, bytes, red) : Announce::kNoSwitch;
 }
 
+WakeWord* Comm::planWakeWord() const {
+  return board && connsRing && !collnet ? &board->wake(rank) : nullptr;
+}
+
+void Comm::wakeSelf() const {
+  // While an init is still running, its thread may be making the board: nobody sleeps
+  // on it yet anyway.
+  if (asyncError.load() != ncclInProgress && board) wakeRing(&board->wake(rank));
+}
+
 bool Comm::collnetSupports(ncclDataType_t type, ncclRedOp_t op) const {
   return collnet && collnet->supports(type, op);
 }

@@ -28,6 +28,7 @@ namespace braid {
 class DeviceComm;
 class CollNetState;
 class Board;
+struct WakeWord;
 class FlightRecorder;
 
 /// Settings a communicator takes from ncclConfig_t and the environment at init.
@@ -40,7 +41,8 @@ struct CommSettings {
   int timeoutMs = 300000;
   int bootstrapTimeoutMs = 120000;
   int peerCheckMs = 200;
-  int spinUs = 1000;  ///< busy-poll time before yielding (BRAID_SPIN_US)
+  int spinUs = 1000;  ///< busy-poll time before giving up the CPU (BRAID_SPIN_US)
+  bool sleep = true;  ///< then sleep until woken (BRAID_SLEEP), else yield and nap
   uint64_t smallMsgBytes = 32768;  ///< direct algorithms up to this size (rank 0's value)
   uint64_t cmaMinBytes = 65536;    ///< single-copy (process_vm_readv) pieces from this size
   bool streamStores = true;        ///< non-temporal stores into peers' FIFO slots
@@ -156,6 +158,15 @@ struct Comm : public ConnTable {
   /// The flag board (src/exec/board.h): made at init when every rank is on one host;
   /// small and medium collectives on host buffers run on it.
   std::unique_ptr<Board> board;
+  /// Whether every host connection made so far rings the board's wake words (local and
+  /// shm transports; the connector clears it for a network): only then may a rank
+  /// waiting for this comm's plans sleep in the kernel (src/exec/wake.h).
+  bool connsRing = true;
+  /// The wake word a rank waiting for this comm's plans sleeps on; null where nothing
+  /// would ring it (no board, a network or CollNet connection).
+  WakeWord* planWakeWord() const;
+  /// Wakes this rank's executing thread if it sleeps (after abortFlag or revoked is set).
+  void wakeSelf() const;
   /// Whether CollNet plans may run this reduction (a collnet is set up and takes the
   /// datatype and op).
   bool collnetSupports(ncclDataType_t type, ncclRedOp_t op) const;

@@ -110,6 +110,7 @@ CommSettings readSettings(const ncclConfig_t& cfg) {
   s.bootstrapTimeoutMs = int(param::kBootstrapTimeoutMs.get());
   s.peerCheckMs = int(std::max<int64_t>(1, param::kPeerCheckMs.get()));
   s.spinUs = int(std::max<int64_t>(0, param::kSpinUs.get()));
+  s.sleep = param::kSleep.get() != 0;
   s.smallMsgBytes = uint64_t(std::max<int64_t>(0, param::kSmallMsgBytes.get()));
   s.cmaMinBytes = uint64_t(std::max<int64_t>(1, param::kCmaMinBytes.get()));
   s.streamStores = param::kStreamStores.get();
@@ -630,6 +631,7 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
   BRAID_CHECK(readConfig(config, &cfg, call));
   if (shrinkFlags == NCCL_SHRINK_ABORT) {
     parent->revoked.store(true);  // pending work on the parent stops...
+    parent->wakeSelf();
     std::lock_guard<std::mutex> lock(parent->execMutex);  // ...and has left
     parent->closeConnections(kFifoSenderAborted);
   }

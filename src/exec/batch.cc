@@ -285,6 +285,7 @@ void checkStalled(Scratch& sc, CommWork& w, bool timedOut, int64_t stalledMs) {
 ncclResult_t runAll(Scratch& sc) {
   std::vector<CommWork>& works = sc.works;
   Stall stall(works.front().comm->settings);
+  for (const CommWork& w : works) stall.wakeOn(w.comm->planWakeWord());
   uint64_t loops = 0;
   const ProgressAssist::Scope assist;  // drive the net proxy's connections while waiting
   for (;;) {

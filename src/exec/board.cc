@@ -93,7 +93,8 @@ ncclResult_t Board::setup(Comm* comm, uint64_t inlineBytes, uint64_t copyMaxByte
   b->copyMaxBytes_ = copyMaxBytes;
   b->areaBytes_ = roundUp(sizeof(CallTag) + b->inlineBytes_, 64);
   b->slotBytes_ = kAreasOffset + kInlineAreas * b->areaBytes_;
-  b->bytes_ = b->slotBytes_ * size_t(n);
+  b->wakeOffset_ = b->slotBytes_ * size_t(n);
+  b->bytes_ = b->wakeOffset_ + sizeof(WakeWord) * size_t(n);
 
   std::vector<SetupRecord> recs(static_cast<size_t>(n));
   SetupRecord& mine = recs[size_t(me)];
@@ -195,6 +196,7 @@ bool Board::allReached(uint64_t phase, int* lagging, int* failedRank) const {
 void Board::markFailed(ncclResult_t code) {
   slot(rank_).failed.store(uint32_t(code == ncclSuccess ? ncclInternalError : code),
                            std::memory_order_release);
+  wakeOthers();
 }
 
 bool Board::peerAlive(int r, std::string* why) const {

@@ -33,6 +33,10 @@
 // what was published at t-K, which is what phase t overwrites; so a root may run up to
 // K-1 such collectives ahead of the slowest rank. (With the check on that wait is
 // always met at once.)
+//
+// After the slots, one WakeWord per rank (src/exec/wake.h): a rank that has waited long
+// enough sleeps on its word; publishing a phase or a failure rings every other rank's,
+// and the FIFOs between the ranks ring the word of the rank at their other end.
 #pragma once
 #include <sys/types.h>
 
@@ -44,6 +48,7 @@
 
 #include "nccl.h"
 #include "src/exec/call_tag.h"
+#include "src/exec/wake.h"
 
 namespace braid {
 
@@ -99,7 +104,17 @@ class Board {
     ++phase_;
     *reinterpret_cast<CallTag*>(area(rank_, phase_)) = tag;
     slot(rank_).phase.store(phase_, std::memory_order_release);
+    wakeOthers();
     return phase_;
+  }
+  /// Rank r's wake word (it sleeps on it; peers ring it).
+  WakeWord& wake(int r) const {
+    return *reinterpret_cast<WakeWord*>(base_ + wakeOffset_ + size_t(r) * sizeof(WakeWord));
+  }
+  /// Rings every other rank's wake word (after publishing something they may wait for).
+  void wakeOthers() const {
+    for (int r = 0; r < nranks_; ++r)
+      if (r != rank_) wakeRing(&wake(r));
   }
   /// The tag rank r published with `phase` (valid once it reached `phase`, until every
   /// rank did: board_run.h).
@@ -138,6 +153,7 @@ class Board {
   std::string name_;  ///< the segment's name (ranks of one process share its mapping)
   size_t bytes_ = 0;
   size_t slotBytes_ = 0;
+  size_t wakeOffset_ = 0;  ///< where the wake words start (after the slots)
   int nranks_ = 0, rank_ = 0;
   uint64_t inlineBytes_ = 0, copyMaxBytes_ = 0;
   size_t areaBytes_ = 0;  ///< a tag and inlineBytes_ of data, whole cache lines

@@ -70,6 +70,7 @@ bool runOnBoardDirectly(const OpRecord& in, ncclResult_t* result) {
     logBoardChoice(planArgsFor(c, op), path == BoardPath::kInline ? "inline" : "copy");
   run.start(c, op, path, c->settings.tagCalls ? makeCallTag(op) : CallTag());
   Stall stall(c->settings);
+  stall.wakeOn(&c->board->wake(c->rank));  // only phases are waited for here
   for (uint64_t loops = 0;; ++loops) {
     const bool moved = run.progress();
     if (run.state() == RunState::kDone) break;

@@ -6,6 +6,7 @@
 #include "src/config/log.h"
 #include "src/core/comm.h"
 #include "src/core/error.h"
+#include "src/exec/board.h"
 
 namespace braid {
 namespace {
@@ -26,6 +27,16 @@ ConnectContext contextFor(Comm* c, int peer, int channel, bool device) {
   ctx.device = device;
   ctx.netName = c->settings.netName;
   return ctx;
+}
+
+/// Host FIFO ends between ranks of one board ring the other end's wake word (local and
+/// shm transports: their peer's progress is that rank's own thread); any other
+/// transport's progress comes from a proxy, so a comm with one never sleeps.
+template <class End>
+void ringPeer(Comm* c, int peer, const Transport* t, End* fifo) {
+  const bool rings = t->id() == TransportId::kLocal || t->id() == TransportId::kShm;
+  if (c->board && rings) fifo->setPeerWake(&c->board->wake(peer));
+  else c->connsRing = false;
 }
 
 int keyPeer(uint64_t key) { return int(uint32_t(key)); }
@@ -90,6 +101,7 @@ ncclResult_t Connector::connect() {
     ConnDescriptor desc;
     BRAID_CHECK(t->setupRecv(contextFor(c, peer, ch, dev), &side, &desc));
     desc.transport = uint32_t(t->id());
+    if (!dev) ringPeer(c, peer, t, &side.fifo);
     (dev ? c->devRecvs : c->recvs).emplace(key, std::move(side));
     newRecvs.push_back({c, key, t});
     if (peer == c->rank) selfDescs[{c, key}] = desc;
@@ -115,6 +127,7 @@ ncclResult_t Connector::connect() {
                       c->who().c_str(), peer, desc.transport, t->name());
     SendSide side;
     BRAID_CHECK(t->connectSend(contextFor(c, peer, ch, dev), desc, &side));
+    if (!dev) ringPeer(c, peer, t, &side.fifo);
     (dev ? c->devSends : c->sends).emplace(key, std::move(side));
   }
   // Phase 3: finish the receive sides (e.g. accept).

@@ -25,6 +25,11 @@
 // executor, after moving a counter or closing, wakes it through `proxyWakeFd` (an
 // eventfd) when it finds it asleep. Both sides use sequentially consistent operations
 // there, so either the proxy sees the new counter or the executor sees it asleep.
+//
+// Wake word (FIFOs between ranks of one host with a flag board: local and shm
+// connections): each end may hold the WakeWord of the rank at the other end
+// (src/exec/wake.h, set by the connector), and rings it after every counter it moves
+// and when it closes, so a peer sleeping in the kernel for this FIFO wakes up.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -38,6 +43,7 @@
 #include <unistd.h>
 
 #include "src/exec/call_tag.h"
+#include "src/exec/wake.h"
 
 namespace braid {
 
@@ -74,19 +80,23 @@ inline void fifoRingDoorbell(FifoHeader* h) {
 
 /// Stores a FIFO counter: with release, or sequentially consistent and ringing the
 /// doorbell where the FIFO has one.
-inline void fifoPublish(FifoHeader* h, std::atomic<uint64_t>& counter, uint64_t value) {
+/// Then rings `peer` (the wake word of the rank at the other end, or null).
+inline void fifoPublish(FifoHeader* h, std::atomic<uint64_t>& counter, uint64_t value,
+                        WakeWord* peer) {
   if (!h->hasDoorbell) {
     counter.store(value, std::memory_order_release);
-    return;
+  } else {
+    counter.store(value, std::memory_order_seq_cst);
+    fifoRingDoorbell(h);
   }
-  counter.store(value, std::memory_order_seq_cst);
-  fifoRingDoorbell(h);
+  wakeRing(peer);
 }
 
-/// Closes a FIFO end (see FifoClose), waking a sleeping proxy.
-inline void fifoClose(FifoHeader* h, uint32_t why) {
+/// Closes a FIFO end (see FifoClose), waking a sleeping proxy or peer.
+inline void fifoClose(FifoHeader* h, uint32_t why, WakeWord* peer) {
   h->closed.store(why, std::memory_order_seq_cst);
   if (h->hasDoorbell) fifoRingDoorbell(h);
+  wakeRing(peer);
 }
 
 enum FifoClose : uint32_t {
@@ -169,7 +179,9 @@ class FifoSender {
   }
   uint64_t published() const { return tail_; }
   uint32_t closed() const { return h_->closed.load(std::memory_order_acquire); }
-  void close(uint32_t why) { fifoClose(h_, why); }
+  void close(uint32_t why) { fifoClose(h_, why, peerWake_); }
+  /// The receiving rank's wake word, rung after every publish and close (null: none).
+  void setPeerWake(WakeWord* w) { peerWake_ = w; }
   /// Closes the FIFO and waits until no receiver is still copying from one of our
   /// direct entries: afterwards our buffers are not read any more, so a failed op
   /// may return them to the user. (Receivers refuse direct entries once closed.)
@@ -177,7 +189,7 @@ class FifoSender {
   /// pinned never unpins, and cannot touch our memory any more either.
   template <class ReaderGone>
   void closeAndFence(uint32_t why, ReaderGone readerGone) {
-    fifoClose(h_, why);
+    fifoClose(h_, why, peerWake_);
     for (uint32_t i = 1; h_->directReaders.load(std::memory_order_seq_cst) != 0; ++i) {
       if (i % 1024 == 0 && readerGone()) return;
       std::this_thread::yield();
@@ -194,9 +206,10 @@ class FifoSender {
     s.direct = direct;
     s.tag = tag;
     ++tail_;
-    fifoPublish(h_, h_->tail, tail_);
+    fifoPublish(h_, h_->tail, tail_, peerWake_);
   }
   FifoHeader* h_ = nullptr;
+  WakeWord* peerWake_ = nullptr;
   SlotInfo* slots_ = nullptr;
   char* data_ = nullptr;
   uint64_t tail_ = 0;
@@ -240,11 +253,13 @@ class FifoReceiver {
     if (offset_ == slots_[head_ % h_->nslots].bytes) {
       offset_ = 0;
       ++head_;
-      fifoPublish(h_, h_->head, head_);
+      fifoPublish(h_, h_->head, head_, peerWake_);
     }
   }
   uint32_t closed() const { return h_->closed.load(std::memory_order_acquire); }
-  void close(uint32_t why) { fifoClose(h_, why); }
+  void close(uint32_t why) { fifoClose(h_, why, peerWake_); }
+  /// The sending rank's wake word, rung after every release and close (null: none).
+  void setPeerWake(WakeWord* w) { peerWake_ = w; }
 
   /// After a successful peek(): the tag of the call that wrote the front bytes.
   const CallTag& frontTag() const { return slots_[head_ % h_->nslots].tag; }
@@ -292,6 +307,7 @@ class FifoReceiver {
   uint64_t tailCache_ = 0;
   uint64_t offset_ = 0;
   pid_t remotePid_ = 0;
+  WakeWord* peerWake_ = nullptr;
 };
 
 }  // namespace braid

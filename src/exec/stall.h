@@ -1,9 +1,13 @@
 // Stall: the waiting policy of the host executor's progress loops (the batch loop and
 // the flag board's fast path). While nothing moves: spin for BRAID_SPIN_US (timed from
 // the 256th idle round: a waiting peer is usually microseconds away, and most waits end
-// before the clock is read), then yield, then nap 20 us; every 16th idle round after
-// that it looks at the clock and says when the peers waited on should be checked (every
-// BRAID_PEER_CHECK_MS) and when the stall has lasted BRAID_TIMEOUT_MS.
+// before the clock is read), then sleep in the kernel until a peer rings one of the
+// wake words given with wakeOn() (src/exec/wake.h): arm, one more look, sleep; each
+// sleep lasts at most BRAID_PEER_CHECK_MS. Without wake words (a network in the way,
+// no flag board, BRAID_SLEEP=0): yield, then nap 20 us at a time. Every 16th idle
+// round of yielding, and after every sleep, it looks at the clock and says when the
+// peers waited on should be checked (every BRAID_PEER_CHECK_MS) and when the stall has
+// lasted BRAID_TIMEOUT_MS.
 #pragma once
 #include <sched.h>
 #include <time.h>
@@ -12,6 +16,7 @@
 #include <cstdint>
 
 #include "src/core/comm.h"
+#include "src/exec/wake.h"
 
 namespace braid {
 
@@ -26,16 +31,29 @@ inline void cpuRelax() {
 class Stall {
  public:
   explicit Stall(const CommSettings& s) : s_(s) {}
+  ~Stall() { sleeper_.disarm(); }
+  Stall(const Stall&) = delete;
+  Stall& operator=(const Stall&) = delete;
+  /// Long stalls sleep on `w` (with the others given) instead of napping, where the
+  /// settings allow it (BRAID_SLEEP). Call before the first idle(); null: never sleep.
+  void wakeOn(WakeWord* w) {
+    if (w == nullptr || !s_.sleep || !sleeper_.add(w)) noSleep();
+  }
+  /// Never sleep (something waited on does not ring a wake word).
+  void noSleep() {
+    sleeper_.clear();
+    canSleep_ = false;
+  }
   /// Something moved: the next idle round starts a new stall.
   void moved() {
     idle_ = 0;
     stallStart_ = 0;
+    sleeper_.disarm();
   }
   /// One idle round: waits a little. Returns true when the caller should check its
   /// peers now; *timedOut then says whether the stall reached BRAID_TIMEOUT_MS and
   /// *stalledMs how long it has lasted.
   bool idle(bool* timedOut, int64_t* stalledMs) {
-    using namespace std::chrono;
     if (++idle_ == 1) {
       spinStartUs_ = 0;  // read the clock only if the spin lasts (most end sooner)
       yields_ = 0;
@@ -52,13 +70,36 @@ class Stall {
         return false;
       }
     }
-    if (++yields_ < 1000) {
+    ++yields_;
+    if (canSleep_ && sleeper_.size() > 0) {
+      if (!sleeper_.armed()) {
+        sleeper_.arm();  // the caller looks once more, then the next round sleeps
+        return false;
+      }
+      if (!sleeper_.sleep(int64_t(s_.peerCheckMs) * 1000)) noSleep();
+      return clockCheck(timedOut, stalledMs);
+    }
+    if (yields_ < 1000) {
       sched_yield();
     } else {
       struct timespec ts = {0, 20000};  // long stalls: 20 us naps
       nanosleep(&ts, nullptr);
     }
     if ((idle_ & 15) != 0) return false;
+    return clockCheck(timedOut, stalledMs);
+  }
+
+  static int64_t nowUs() {
+    using namespace std::chrono;
+    return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+  }
+  static int64_t nowMs() {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+  }
+
+ private:
+  bool clockCheck(bool* timedOut, int64_t* stalledMs) {
     const int64_t now = nowMs();
     if (stallStart_ == 0) {
       stallStart_ = now;
@@ -72,17 +113,9 @@ class Stall {
     return true;
   }
 
-  static int64_t nowUs() {
-    using namespace std::chrono;
-    return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
-  }
-  static int64_t nowMs() {
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
-  }
-
- private:
   const CommSettings& s_;
+  Sleeper sleeper_;
+  bool canSleep_ = true;
   uint64_t idle_ = 0, yields_ = 0;
   int64_t spinStartUs_ = 0, stallStart_ = 0, lastCheck_ = 0;
 };
