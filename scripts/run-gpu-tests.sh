@@ -2,7 +2,10 @@
 # Runs Braid's GPU checks on a machine with a CUDA device (e.g. the lent H200 box):
 # builds a Release tree for sm_90, runs the GPU-labelled tests (and the cuda_api /
 # transports_dev areas when present), then the perf suite on device buffers and the
-# device-to-device copy probe. Everything is logged under the results directory.
+# device-to-device copy probe, then PyTorch on the GPU (the braid backend on CUDA
+# tensors, DDP/FSDP2, ProcessGroupNCCL with Braid preloaded). Everything is logged under
+# the results directory, with results.json (commit, device, every step, every figure):
+# commit it as perf/gpu/results/<date>.json.
 #
 #   scripts/run-gpu-tests.sh [results-dir]        (default ./gpu-results)
 #
@@ -11,6 +14,7 @@
 #   BRAID_GPU_SKIP_BUILD  1: use the build tree as it is (no configure, no build)
 #   BRAID_CUDA_ARCHS      CUDA architectures (default 90: H100/H200)
 #   BRAID_JOBS            build parallelism (default: nproc)
+#   BRAID_GPU_PYTHON      python with a CUDA torch for the torch steps (default python3)
 #   BRAID_GPU_BUDGET_S    wall-clock budget of the whole run in seconds (default 540); each
 #                         step gets at most what is left, later steps are skipped when
 #                         it is spent
@@ -139,6 +143,26 @@ if [ -x "$bin/all_reduce_perf" ] && [ -x "$bin/braidrun" ]; then
   done
 fi
 
+# ---- PyTorch on the GPU ----------------------------------------------------------------
+# The `braid` backend on CUDA tensors and PyTorch's own ProcessGroupNCCL with Braid
+# preloaded, on whatever torch this machine's python3 carries (the backend is built
+# against it). Skipped, saying so, where python3 has no CUDA torch.
+py=${BRAID_GPU_PYTHON:-python3}
+if "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  step torch_braid.build 240 env BRAID_HOME="$root/$build" MAX_JOBS="$jobs" \
+    "$py" -m pip install --quiet --no-build-isolation --no-deps "$root/python/torch_braid"
+  lib=$root/$build/libnccl.so.2
+  [ -e "$lib" ] || lib=$(ls "$root/$build"/lib*/libnccl.so.2 2>/dev/null | head -n 1)
+  for t in "cuda_collectives.py 2" "cuda_training.py braid-ddp 2" \
+           "cuda_training.py braid-fsdp2 2" "cuda_training.py nccl-ddp 2 $lib"; do
+    set -- $t
+    name=torch.${1%.py}.${2}
+    step "$name" 120 bash -c "cd '$root/tests/torch' && '$py' $t"
+  done
+else
+  note "SKIP    torch (no CUDA-capable torch in $py)"
+fi
+
 # ---- summary of the targets (2 ranks on one GPU) ----------------------------------------
 if command -v python3 >/dev/null && [ -f "$out/d2d_bw.json" ] && [ -f "$out/all_reduce.procs2.json" ]; then
   python3 - "$out" <<'PY' | tee -a "$summary"
@@ -159,6 +183,31 @@ eight = [r for r in rows if r["size"] == 8]
 if eight:
     t = eight[0]["out_of_place"]["time_us"]
     print(f"all_reduce 2 ranks 8 B: {t:.2f} us (target <= 20 us)")
+PY
+fi
+# ---- results file: every step's verdict and the headline figures ----------------------
+if command -v python3 >/dev/null; then
+  python3 - "$out" "$(git -C "$root" rev-parse HEAD 2>/dev/null)" <<'PY' || true
+import glob, json, os, re, sys
+out, commit = sys.argv[1], sys.argv[2]
+res = {"commit": commit, "steps": {}, "figures": {}}
+machine = os.path.join(out, "machine.txt")
+if os.path.exists(machine):
+    res["device"] = open(machine).read().splitlines()[:2]
+for line in open(os.path.join(out, "summary.txt")):
+    m = re.match(r"(PASS|FAIL|TIMEOUT|SKIP)\s+(\S+)", line)
+    if m:
+        res["steps"][m.group(2)] = m.group(1)
+for f in sorted(glob.glob(os.path.join(out, "*.json"))):
+    name = os.path.basename(f)[:-5]
+    if name == "results":
+        continue
+    try:
+        res["figures"][name] = json.load(open(f)).get("results")
+    except (ValueError, AttributeError):
+        pass
+json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1)
+print("results file:", os.path.join(out, "results.json"))
 PY
 fi
 note "# total $(($(date +%s) - start)) s; results in $out"
