@@ -7,6 +7,10 @@
 #                           model: same as one process, same gradients as Gloo
 #   torch.symbols           every NCCL function libtorch_cuda.so imports, Braid exports
 #   torch.preload           torch with Braid's libnccl.so.2 preloaded binds all of them to Braid
+#   torch.compile.np2       torch.compile (inductor) of a DDP-style step and of the other
+#                           functional collectives: same as eager, collectives in the graph
+#   torch.install           `pip install ./python/torch_braid` (build isolation, Braid built
+#                           and bundled) and its wheel, in fresh venvs; an all-reduce on each
 # Without the venv (or where it says SKIPPED) one test says why and skips.
 set(BRAID_PYTHON_VENV "${PROJECT_BINARY_DIR}/venv" CACHE PATH
     "Python venv with the pinned torch (scripts/setup-python-env.sh)")
@@ -60,5 +64,10 @@ foreach(mode ddp fsdp2 pipeline)
     braid_torch_test(torch.${mode}.np${n} ${torch_py} training.py ${mode} ${n})
   endforeach()
 endforeach()
+braid_torch_test(torch.compile.np2 ${torch_py} compile.py 2)
 braid_torch_test(torch.symbols bash symbols.sh ${torch_py} $<TARGET_FILE:nccl>)
 braid_torch_test(torch.preload ${torch_py} preload.py $<TARGET_FILE:nccl>)
+# Builds Braid and the backend from a copy of the tracked sources with -j2 (MAX_JOBS):
+# about 2.5 minutes of 2 cores; it needs the package index for setuptools, wheel and ninja
+# (skips without it).
+braid_torch_test(torch.install bash install.sh ${torch_py} ${PROJECT_SOURCE_DIR})
