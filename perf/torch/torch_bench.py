@@ -1,11 +1,13 @@
 """torch.distributed on CPU tensors: the `braid` backend against `gloo`, same run.
 
     python perf/torch/torch_bench.py --world 2 --json out.json [--min 8] [--max 256M]
+                                     [--rounds 5] [--backends braid,gloo,braid+BRAID_SLEEP=0]
 
 For each backend in turn: all_reduce, all_gather_into_tensor and reduce_scatter_tensor of
 float32 tensors from --min to --max bytes (x4 steps), then a DistributedDataParallel
 training step of an MLP (forward, backward with DDP's bucketed all-reduce, SGD step).
-Times are medians of timed iterations after warm-up; busbw as nccl-tests counts it
+Times are medians of timed iterations after warm-up (with --rounds N: the median of the
+N sweeps' medians, the backends' sweeps alternating); busbw as nccl-tests counts it
 (size = the all-gather output / the reduce-scatter input). Needs torch_braid installed.
 """
 import argparse
@@ -91,6 +93,12 @@ def ddp_step(rank, world, hidden, steps):
 
 
 def worker(rank, world, backend, path, sizes, hidden, steps, out):
+    # "braid+BRAID_SLEEP=0": the braid backend with that variable set (compare settings
+    # of Braid in one run).
+    backend, *settings = backend.split("+")
+    for kv in settings:
+        k, v = kv.split("=", 1)
+        os.environ[k] = v
     import torch_braid  # noqa: F401
     torch.set_num_threads(1)
     dist.init_process_group(backend, store=dist.FileStore(path, world), rank=rank,
@@ -115,6 +123,9 @@ def main():
     ap.add_argument("--ddp-steps", type=int, default=20)
     ap.add_argument("--ddp-rounds", type=int, default=3,
                     help="DDP runs per backend, alternating backends (the median is kept)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="collective sweeps per backend, alternating backends; each size "
+                         "reports the median over the rounds")
     ap.add_argument("--json", required=True)
     a = ap.parse_args()
     sizes, s, top = [], parse_size(a.min), parse_size(a.max)
@@ -132,9 +143,20 @@ def main():
             mp.spawn(worker, args=(a.world, backend, os.path.join(tmp, "store"), sizes, a.hidden,
                                    a.ddp_steps, out), nprocs=a.world)
             return json.load(open(out))
+    sweeps = {b: [] for b in backends}
+    for r in range(a.rounds):
+        for backend in backends:
+            sweeps[backend].append(spawn(backend, sizes)["collectives"])
+            print(f"{backend}: collectives done (round {r + 1} of {a.rounds})", file=sys.stderr,
+                  flush=True)
     for backend in backends:
-        report["backends"][backend] = spawn(backend, sizes)
-        print(f"{backend}: collectives done", file=sys.stderr, flush=True)
+        rows = []
+        for i, row in enumerate(sweeps[backend][0]):
+            times = sorted(sweep[i]["time_us"] for sweep in sweeps[backend])
+            t = statistics.median(times)
+            rows.append(dict(row, time_us=t, busbw_gbps=row["busbw_gbps"] * row["time_us"] / t,
+                             rounds_us=times))
+        report["backends"][backend] = {"collectives": rows}
     # DDP steps: backends alternate, a few rounds (this machine's load drifts)
     runs = {b: [] for b in backends}
     for _ in range(a.ddp_rounds):

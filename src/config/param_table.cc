@@ -185,15 +185,16 @@ const StringParam kCheck("BRAID_CHECK", "",
     "no data; one small all-gather per group). 0: neither. Rank 0's value applies to the "
     "communicator.");
 const IntParam kSpinUs("BRAID_SPIN_US", 1000,
-    "Microseconds a waiting rank busy-polls before it gives up the CPU (then it sleeps "
-    "in the kernel until a peer wakes it, see BRAID_SLEEP). Unset: this default when "
+    "Microseconds a waiting rank busy-polls before it gives up the CPU (it yields, naps, "
+    "then sleeps in the kernel until a peer wakes it: see BRAID_SLEEP). Unset: this default when "
     "the host's ranks fit on its CPUs, 0 (give the CPU up at once) when they outnumber "
     "them.");
 const IntParam kSleep("BRAID_SLEEP", 1,
-    "1: a waiting rank that has spun for BRAID_SPIN_US sleeps in the kernel (futex) "
-    "until a peer of its host publishes what it waits for (communicators with a flag "
-    "board whose connections are local or shm). 0: it yields, then naps for 20 us at a "
-    "time (the behaviour before; also what ranks waiting on a network always do).");
+    "How a waiting rank gives up the CPU after its spin. 1: it yields, naps a little "
+    "(about 1 ms in all), then sleeps in the kernel (futex) until a rank of its host "
+    "publishes what it waits for. 2: it sleeps right after the spin. 0: it yields, then "
+    "naps 20 us at a time (the behaviour before). Sleeping needs a flag board and local "
+    "or shm connections; ranks waiting on a network or CollNet nap.");
 
 const StringParam kSimd("BRAID_SIMD", "auto",
     "Instruction set of the host reduction kernels: auto (the best this CPU has), avx512, "

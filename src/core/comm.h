@@ -42,7 +42,9 @@ struct CommSettings {
   int bootstrapTimeoutMs = 120000;
   int peerCheckMs = 200;
   int spinUs = 1000;  ///< busy-poll time before giving up the CPU (BRAID_SPIN_US)
-  bool sleep = true;  ///< then sleep until woken (BRAID_SLEEP), else yield and nap
+  /// Then: 0 yield and nap; 1 yield, nap a little, then sleep until woken; 2 sleep
+  /// at once (BRAID_SLEEP).
+  int sleepMode = 1;
   uint64_t smallMsgBytes = 32768;  ///< direct algorithms up to this size (rank 0's value)
   uint64_t cmaMinBytes = 65536;    ///< single-copy (process_vm_readv) pieces from this size
   bool streamStores = true;        ///< non-temporal stores into peers' FIFO slots

@@ -110,7 +110,7 @@ CommSettings readSettings(const ncclConfig_t& cfg) {
   s.bootstrapTimeoutMs = int(param::kBootstrapTimeoutMs.get());
   s.peerCheckMs = int(std::max<int64_t>(1, param::kPeerCheckMs.get()));
   s.spinUs = int(std::max<int64_t>(0, param::kSpinUs.get()));
-  s.sleep = param::kSleep.get() != 0;
+  s.sleepMode = int(std::min<int64_t>(2, std::max<int64_t>(0, param::kSleep.get())));
   s.smallMsgBytes = uint64_t(std::max<int64_t>(0, param::kSmallMsgBytes.get()));
   s.cmaMinBytes = uint64_t(std::max<int64_t>(1, param::kCmaMinBytes.get()));
   s.streamStores = param::kStreamStores.get();

@@ -1,13 +1,14 @@
 // Stall: the waiting policy of the host executor's progress loops (the batch loop and
 // the flag board's fast path). While nothing moves: spin for BRAID_SPIN_US (timed from
-// the 256th idle round: a waiting peer is usually microseconds away, and most waits end
-// before the clock is read), then sleep in the kernel until a peer rings one of the
-// wake words given with wakeOn() (src/exec/wake.h): arm, one more look, sleep; each
-// sleep lasts at most BRAID_PEER_CHECK_MS. Without wake words (a network in the way,
-// no flag board, BRAID_SLEEP=0): yield, then nap 20 us at a time. Every 16th idle
-// round of yielding, and after every sleep, it looks at the clock and says when the
-// peers waited on should be checked (every BRAID_PEER_CHECK_MS) and when the stall has
-// lasted BRAID_TIMEOUT_MS.
+// the 64th idle round: a waiting peer is usually microseconds away, and most waits end
+// before the clock is read), then yield 1000 times, then nap 20 us a few times, then
+// sleep in the kernel until a peer rings one of the wake words given with wakeOn()
+// (src/exec/wake.h): arm, one more look, sleep; each sleep lasts at most
+// BRAID_PEER_CHECK_MS. BRAID_SLEEP=2 sleeps right after the spin; without wake words
+// (a network in the way, no flag board) or with BRAID_SLEEP=0 the naps go on. Every 16th
+// idle round of yielding or napping, and after every sleep, it looks at the clock and
+// says when the peers waited on should be checked (every BRAID_PEER_CHECK_MS) and when
+// the stall has lasted BRAID_TIMEOUT_MS.
 #pragma once
 #include <sched.h>
 #include <time.h>
@@ -30,6 +31,12 @@ inline void cpuRelax() {
 
 class Stall {
  public:
+  /// After the spin: this many yields, then this many 20 us naps, then (where the waits
+  /// can be rung) sleep. Measured with the torch backend against sleeping at once and
+  /// against napping on (docs/performance.md): the short waits of collectives run as
+  /// fast as with naps; only the long ones sleep.
+  static constexpr uint64_t kYields = 1000;
+  static constexpr uint64_t kNaps = 16;
   explicit Stall(const CommSettings& s) : s_(s) {}
   ~Stall() { sleeper_.disarm(); }
   Stall(const Stall&) = delete;
@@ -37,7 +44,7 @@ class Stall {
   /// Long stalls sleep on `w` (with the others given) instead of napping, where the
   /// settings allow it (BRAID_SLEEP). Call before the first idle(); null: never sleep.
   void wakeOn(WakeWord* w) {
-    if (w == nullptr || !s_.sleep || !sleeper_.add(w)) noSleep();
+    if (w == nullptr || s_.sleepMode == 0 || !sleeper_.add(w)) noSleep();
   }
   /// Never sleep (something waited on does not ring a wake word).
   void noSleep() {
@@ -59,7 +66,7 @@ class Stall {
       yields_ = 0;
     }
     if (s_.spinUs > 0 && yields_ == 0) {
-      if ((idle_ & 255) != 0) {
+      if ((idle_ & 63) != 0) {
         cpuRelax();
         return false;
       }
@@ -71,7 +78,8 @@ class Stall {
       }
     }
     ++yields_;
-    if (canSleep_ && sleeper_.size() > 0) {
+    const bool eager = s_.sleepMode == 2;  // BRAID_SLEEP=2: sleep right after the spin
+    if (canSleep_ && sleeper_.size() > 0 && (eager || yields_ >= kYields + kNaps)) {
       if (!sleeper_.armed()) {
         sleeper_.arm();  // the caller looks once more, then the next round sleeps
         return false;
@@ -79,7 +87,7 @@ class Stall {
       if (!sleeper_.sleep(int64_t(s_.peerCheckMs) * 1000)) noSleep();
       return clockCheck(timedOut, stalledMs);
     }
-    if (yields_ < 1000) {
+    if (yields_ < kYields) {
       sched_yield();
     } else {
       struct timespec ts = {0, 20000};  // long stalls: 20 us naps

@@ -1,11 +1,13 @@
 // Waiting in the kernel (src/exec/wake.h, BRAID_SLEEP): a rank that waits long enough
 // sleeps on its wake word and every publication it waits for wakes it.
 //
-// Missed wakes: the tests run with BRAID_SPIN_US=0 (sleep at once) and a peer check
+// Missed wakes: the tests run with BRAID_SPIN_US=0 and BRAID_SLEEP=2 (sleep at once:
+// every wait sleeps, so every path that should ring is exercised) and a peer check
 // interval of ten minutes, which is also the longest sleep; a wake that some path forgot
 // to ring leaves a rank asleep for that long, and the harness's watchdog fails the run.
-// Sleeping, not napping: a rank that waits 100 ms for a late peer counts its thread's
-// voluntary context switches; naps of 20 us would make thousands, one sleep a few.
+// Sleeping, not napping, with the default policy (BRAID_SLEEP=1: yields, 16 naps, then
+// sleep): a rank that waits 100 ms for a late peer counts its thread's voluntary context
+// switches; naps of 20 us all along would make thousands, the default a few dozen.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -33,9 +35,10 @@ long voluntarySwitches() {
   return -1;
 }
 
-std::vector<std::pair<std::string, std::string>> sleepEnv(const char* transport) {
+std::vector<std::pair<std::string, std::string>> sleepEnv(const char* transport,
+                                                          const char* mode = "2") {
   return {{"BRAID_SPIN_US", "0"},
-          {"BRAID_SLEEP", "1"},
+          {"BRAID_SLEEP", mode},
           {"BRAID_PEER_CHECK_MS", "600000"},
           {"BRAID_TIMEOUT_MS", "0"},
           {"BRAID_TRANSPORT", transport}};
@@ -104,7 +107,7 @@ TEST_P(Sleep, FullFifosWakeTheSender) {
 }
 
 TEST_P(Sleep, LateRankFindsTheOthersAsleep) {
-  ScopedEnv env(sleepEnv("auto"));
+  ScopedEnv env(sleepEnv("auto", "1"));
   run(GetParam(), 2, [&](ncclComm_t& comm, int rank, int n) {
     for (const size_t count : {size_t(1), size_t(200000)}) {  // board inline, FIFO plan
       std::vector<float> in(count, float(rank + 1)), out(count, 0.0f);
