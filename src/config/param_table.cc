@@ -185,16 +185,17 @@ const StringParam kCheck("BRAID_CHECK", "",
     "no data; one small all-gather per group). 0: neither. Rank 0's value applies to the "
     "communicator.");
 const IntParam kSpinUs("BRAID_SPIN_US", 1000,
-    "Microseconds a waiting rank busy-polls before it gives up the CPU (it yields, naps, "
-    "then sleeps in the kernel until a peer wakes it: see BRAID_SLEEP). Unset: this default when "
+    "Microseconds a waiting rank busy-polls before it gives up the CPU (it yields, then "
+    "naps or sleeps: see BRAID_SLEEP). Unset: this default when "
     "the host's ranks fit on its CPUs, 0 (give the CPU up at once) when they outnumber "
     "them.");
 const IntParam kSleep("BRAID_SLEEP", 1,
-    "How a waiting rank gives up the CPU after its spin. 1: it yields, naps a little "
-    "(about 1 ms in all), then sleeps in the kernel (futex) until a rank of its host "
-    "publishes what it waits for. 2: it sleeps right after the spin. 0: it yields, then "
-    "naps 20 us at a time (the behaviour before). Sleeping needs a flag board and local "
-    "or shm connections; ranks waiting on a network or CollNet nap.");
+    "Whether a waiting rank sleeps in the kernel (futex) until a rank of its host "
+    "publishes what it waits for. 1: where the host's ranks outnumber its cores (no "
+    "spin), after 1000 yields and 16 naps of 20 us; where they fit, it naps on (a futex "
+    "wake tends to queue the woken rank behind its spinning waker). 2: always, right "
+    "after the spin. 0: never (yield, then nap 20 us at a time). Sleeping needs a flag "
+    "board and local or shm connections; ranks waiting on a network or CollNet nap.");
 
 const StringParam kSimd("BRAID_SIMD", "auto",
     "Instruction set of the host reduction kernels: auto (the best this CPU has), avx512, "

@@ -1,14 +1,15 @@
 // Stall: the waiting policy of the host executor's progress loops (the batch loop and
 // the flag board's fast path). While nothing moves: spin for BRAID_SPIN_US (timed from
 // the 64th idle round: a waiting peer is usually microseconds away, and most waits end
-// before the clock is read), then yield 1000 times, then nap 20 us a few times, then
-// sleep in the kernel until a peer rings one of the wake words given with wakeOn()
+// before the clock is read), then yield 1000 times, then nap 20 us at a time. Where the
+// ranks outnumber the cores (no spin) the naps end after a few and the rank sleeps in
+// the kernel until a peer rings one of the wake words given with wakeOn()
 // (src/exec/wake.h): arm, one more look, sleep; each sleep lasts at most
-// BRAID_PEER_CHECK_MS. BRAID_SLEEP=2 sleeps right after the spin; without wake words
-// (a network in the way, no flag board) or with BRAID_SLEEP=0 the naps go on. Every 16th
-// idle round of yielding or napping, and after every sleep, it looks at the clock and
-// says when the peers waited on should be checked (every BRAID_PEER_CHECK_MS) and when
-// the stall has lasted BRAID_TIMEOUT_MS.
+// BRAID_PEER_CHECK_MS. BRAID_SLEEP=2 sleeps right after the spin whatever the spin,
+// BRAID_SLEEP=0 never; without wake words (a network in the way, no flag board) the
+// naps go on. Every 16th idle round of yielding or napping, and after every sleep, it
+// looks at the clock and says when the peers waited on should be checked (every
+// BRAID_PEER_CHECK_MS) and when the stall has lasted BRAID_TIMEOUT_MS.
 #pragma once
 #include <sched.h>
 #include <time.h>
@@ -44,7 +45,12 @@ class Stall {
   /// Long stalls sleep on `w` (with the others given) instead of napping, where the
   /// settings allow it (BRAID_SLEEP). Call before the first idle(); null: never sleep.
   void wakeOn(WakeWord* w) {
-    if (w == nullptr || s_.sleepMode == 0 || !sleeper_.add(w)) noSleep();
+    // BRAID_SLEEP=1 sleeps only without a spin (the ranks outnumber the cores): where
+    // they fit, a futex wake tends to queue the woken rank on its waker's busy CPU,
+    // where it waits out the waker's spin (measured: docs/performance.md), while a
+    // napping rank wakes on an idle CPU.
+    const bool sleeps = s_.sleepMode == 2 || (s_.sleepMode == 1 && s_.spinUs == 0);
+    if (w == nullptr || !sleeps || !sleeper_.add(w)) noSleep();
   }
   /// Never sleep (something waited on does not ring a wake word).
   void noSleep() {
@@ -73,7 +79,9 @@ class Stall {
       const int64_t now = nowUs();
       if (spinStartUs_ == 0) spinStartUs_ = now;
       if (now - spinStartUs_ < s_.spinUs) {
-        cpuRelax();
+        // A peer woken from a sleep is often queued on its waker's CPU (where no CPU is
+        // idle): a spin that never yields keeps it off for the whole spin.
+        if (s_.sleepMode == 2) sched_yield();
         return false;
       }
     }
