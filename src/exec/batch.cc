@@ -288,6 +288,7 @@ ncclResult_t runAll(Scratch& sc) {
   for (const CommWork& w : works) stall.wakeOn(w.comm->planWakeWord());
   uint64_t loops = 0;
   const ProgressAssist::Scope assist;  // drive the net proxy's connections while waiting
+  stall.setAssist(&assist);           // ...but not while asleep
   for (;;) {
     bool allDone = true, moved = false;
     for (CommWork& w : works) {

@@ -50,6 +50,15 @@ class ProgressAssist {
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
     bool help() const { return fn_ && fn_(); }
+    /// Around a sleep of the executor (src/exec/stall.h): while it sleeps it drives
+    /// nothing, so the proxy must not count on it (it would only nap, not sleep on its
+    /// doorbells).
+    void pause() const {
+      if (fn_) waiting_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    void resume() const {
+      if (fn_) waiting_.fetch_add(1, std::memory_order_relaxed);
+    }
 
    private:
     HelpFn fn_;

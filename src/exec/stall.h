@@ -14,10 +14,12 @@
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
 #include "src/core/comm.h"
+#include "src/exec/progress_assist.h"
 #include "src/exec/wake.h"
 
 namespace braid {
@@ -52,6 +54,8 @@ class Stall {
     const bool sleeps = s_.sleepMode == 2 || (s_.sleepMode == 1 && s_.spinUs == 0);
     if (w == nullptr || !sleeps || !sleeper_.add(w)) noSleep();
   }
+  /// The net proxy's helper scope this loop holds: it stands aside while we sleep.
+  void setAssist(const ProgressAssist::Scope* a) { assist_ = a; }
   /// Never sleep (something waited on does not ring a wake word).
   void noSleep() {
     sleeper_.clear();
@@ -89,10 +93,18 @@ class Stall {
     const bool eager = s_.sleepMode == 2;  // BRAID_SLEEP=2: sleep right after the spin
     if (canSleep_ && sleeper_.size() > 0 && (eager || yields_ >= kYields + kNaps)) {
       if (!sleeper_.armed()) {
+        if (stallStart_ == 0) stallStart_ = lastCheck_ = nowMs();  // the stall's clock
         sleeper_.arm();  // the caller looks once more, then the next round sleeps
         return false;
       }
-      if (!sleeper_.sleep(int64_t(s_.peerCheckMs) * 1000)) noSleep();
+      // Until the next peer check or the timeout, whichever comes first.
+      int64_t until = lastCheck_ + s_.peerCheckMs;
+      if (s_.timeoutMs > 0) until = std::min<int64_t>(until, stallStart_ + s_.timeoutMs);
+      const int64_t ms = std::max<int64_t>(1, until - nowMs());
+      if (assist_) assist_->pause();
+      const bool slept = sleeper_.sleep(ms * 1000);
+      if (assist_) assist_->resume();
+      if (!slept) noSleep();
       return clockCheck(timedOut, stalledMs);
     }
     if (yields_ < kYields) {
@@ -131,6 +143,7 @@ class Stall {
 
   const CommSettings& s_;
   Sleeper sleeper_;
+  const ProgressAssist::Scope* assist_ = nullptr;
   bool canSleep_ = true;
   uint64_t idle_ = 0, yields_ = 0;
   int64_t spinStartUs_ = 0, stallStart_ = 0, lastCheck_ = 0;

@@ -25,9 +25,19 @@ std::atomic<bool> gNoWaitv{false};
 }  // namespace
 
 void wakeRingSlow(WakeWord* w) {
+  // `sleeping` stays set until the owner clears it: a ring clearing it could leave the
+  // owner to sleep through the next publication (its last look may have seen this one
+  // without being unblocked by it). Rings until then each cost a system call.
   w->seq.fetch_add(1, std::memory_order_seq_cst);
   futex(&w->seq, FUTEX_WAKE, INT_MAX, nullptr);
 }
+
+namespace {
+/// Whether a futex wait's result means it waited (or had no need to): woken, the value
+/// had moved, timed out, interrupted. Anything else (a sandbox refusing the call, EPERM
+/// from a seccomp filter) means this thread cannot sleep that way.
+bool waited(long r) { return r >= 0 || errno == EAGAIN || errno == ETIMEDOUT || errno == EINTR; }
+}  // namespace
 
 void Sleeper::clear() {
   disarm();
@@ -45,7 +55,9 @@ bool Sleeper::add(WakeWord* w) {
 void Sleeper::arm() {
   for (int i = 0; i < n_; ++i) words_[i]->sleeping.store(1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  for (int i = 0; i < n_; ++i) seen_[i] = words_[i]->seq.load(std::memory_order_relaxed);
+  // Acquire: a ring that moved seq before this load also published before it, and the
+  // caller's last look must see that.
+  for (int i = 0; i < n_; ++i) seen_[i] = words_[i]->seq.load(std::memory_order_acquire);
   armed_ = true;
 }
 
@@ -60,7 +72,7 @@ bool Sleeper::sleep(int64_t timeoutUs) {
   bool slept = true;
   if (n_ == 1) {
     struct timespec ts = {time_t(timeoutUs / 1000000), long(timeoutUs % 1000000) * 1000};
-    futex(&words_[0]->seq, FUTEX_WAIT, seen_[0], &ts);  // EAGAIN, ETIMEDOUT, EINTR: all fine
+    slept = waited(futex(&words_[0]->seq, FUTEX_WAIT, seen_[0], &ts));
   } else {
 #ifdef SYS_futex_waitv
     if (!gNoWaitv.load(std::memory_order_relaxed)) {
@@ -75,7 +87,7 @@ bool Sleeper::sleep(int64_t timeoutUs) {
       int64_t ns = int64_t(now.tv_nsec) + timeoutUs * 1000;
       struct timespec until = {now.tv_sec + time_t(ns / 1000000000), long(ns % 1000000000)};
       const long r = syscall(SYS_futex_waitv, waiters, unsigned(n_), 0u, &until, CLOCK_MONOTONIC);
-      if (r < 0 && errno == ENOSYS) {
+      if (!waited(r)) {
         gNoWaitv.store(true, std::memory_order_relaxed);
         slept = false;
       }

@@ -30,16 +30,22 @@ static_assert(sizeof(WakeWord) == 64, "a wake word has its cache line to itself"
 /// Futex wake of everything sleeping on w->seq (a slow path: the owner was asleep).
 void wakeRingSlow(WakeWord* w);
 
+/// Wakes w's owner if it sleeps, without the fence (wakeRing's, or one already made
+/// after the publishing store).
+inline void wakeRingFenced(WakeWord* w) {
+  if (w->sleeping.load(std::memory_order_relaxed) != 0) wakeRingSlow(w);
+}
+
 /// Wakes w's owner if it sleeps. Call after the store that publishes (any order): the
 /// fence here makes that store visible before `sleeping` is read.
 inline void wakeRing(WakeWord* w) {
   if (w == nullptr) return;
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (w->sleeping.load(std::memory_order_relaxed) != 0) wakeRingSlow(w);
+  wakeRingFenced(w);
 }
 
 /// The owner's side: sleeps on up to kMaxWords words (a thread driving several
-/// communicators waits for any of them).
+/// communicators waits for any of them; with more, it naps instead).
 class Sleeper {
  public:
   static constexpr int kMaxWords = 8;

@@ -37,7 +37,10 @@ long voluntarySwitches() {
 
 std::vector<std::pair<std::string, std::string>> sleepEnv(const char* transport,
                                                           const char* mode = "2") {
+  // No single copy on the board (inline stays): messages above the inline size run as
+  // FIFO plans, whose head, tail and close rings are what most paths need.
   return {{"BRAID_SPIN_US", "0"},
+          {"BRAID_BOARD_COPY_MAX_BYTES", "0"},
           {"BRAID_SLEEP", mode},
           {"BRAID_PEER_CHECK_MS", "600000"},
           {"BRAID_TIMEOUT_MS", "0"},
@@ -102,6 +105,15 @@ TEST_P(Sleep, FullFifosWakeTheSender) {
       if (rank == round % n) usleep(3000);
       MR_NCCL_OK(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr));
       for (size_t i = 0; i < count; i += 997) ASSERT_EQ(out[i], expectedSum(n, i));
+      // Sends of many slots: the sender sleeps on a full FIFO until the receiver frees one.
+      const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+      std::vector<char> s(100000, char(rank + round)), r(100000, -1);
+      if (rank == (round + 1) % n) usleep(2000);
+      MR_NCCL_OK(ncclGroupStart());
+      MR_NCCL_OK(ncclSend(s.data(), s.size(), ncclInt8, next, comm, nullptr));
+      MR_NCCL_OK(ncclRecv(r.data(), r.size(), ncclInt8, prev, comm, nullptr));
+      MR_NCCL_OK(ncclGroupEnd());
+      ASSERT_EQ(r[99999], char(prev + round));
     }
   }, opts);
 }
