@@ -7,7 +7,7 @@
 // to ring leaves a rank asleep for that long, and the harness's watchdog fails the run.
 // Sleeping, not napping, with the default policy (BRAID_SLEEP=1: yields, 16 naps, then
 // sleep): a rank that waits 100 ms for a late peer counts its thread's voluntary context
-// switches; naps of 20 us all along would make thousands, the default a few dozen.
+// switches; naps of 20 us all along would make about a thousand, the default under 200.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -49,8 +49,9 @@ std::vector<std::pair<std::string, std::string>> sleepEnv(const char* transport,
 
 float expectedSum(int n, size_t i) { return float(n * (n + 1) / 2) + float(n) * float(i % 5); }
 
-/// One round of every kind of wait: board inline, board single copy, FIFO plans (shm or
-/// local), a rooted collective and a ring of sends and receives. Rank `late` arrives
+/// One round of every kind of wait: board inline, FIFO plans with their board check
+/// phase (shm or local; single copy is off), a rooted collective and a ring of sends and
+/// receives. Rank `late` arrives
 /// after a pause now and then, so the others are asleep when it publishes.
 void mixedRound(ncclComm_t comm, int rank, int n, int round, int late) {
   static const size_t kCounts[] = {2, 4096, 96 * 1024};
