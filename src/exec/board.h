@@ -113,7 +113,7 @@ class Board {
   }
   /// Rings every other rank's wake word (after publishing something they may wait for).
   void wakeOthers() const {
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // one fence for all the rings
+    wakeFence();  // one fence for all the rings
     for (int r = 0; r < nranks_; ++r)
       if (r != rank_) wakeRingFenced(&wake(r));
   }

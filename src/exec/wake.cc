@@ -54,7 +54,7 @@ bool Sleeper::add(WakeWord* w) {
 
 void Sleeper::arm() {
   for (int i = 0; i < n_; ++i) words_[i]->sleeping.store(1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  wakeFence();
   // Acquire: a ring that moved seq before this load also published before it, and the
   // caller's last look must see that.
   for (int i = 0; i < n_; ++i) seen_[i] = words_[i]->seq.load(std::memory_order_acquire);
