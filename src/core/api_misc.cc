@@ -14,6 +14,7 @@
 #include "src/core/host_stream.h"
 #include "src/core/registration.h"
 #include "src/device/cuda_rt.h"
+#include "src/device/vmm.h"
 #include "src/reduce/reducer.h"
 
 using namespace braid;
@@ -36,9 +37,27 @@ constexpr size_t kMemAlign = NCCL_WIN_REQUIRED_ALIGNMENT;
 
 bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kMemAlign == 0; }
 
-/// Device memory on the current device, aligned for windows (cudaMalloc's alignment is
-/// only 256 bytes in general).
+/// Device memory on the current device, aligned for windows: cuMem memory (vmm.h: the flat
+/// window map can map it; exportable as a file descriptor) where the device has the VMM
+/// API, else cudaMalloc (whose alignment is only 256 bytes in general). Legacy CUDA IPC
+/// (cudaIpcGetMemHandle) refuses cuMem memory: registering it keeps no IPC handle.
 ncclResult_t deviceMemAlloc(void** ptr, size_t size) {
+  const int dev = cudart::currentDevice();
+  if (vmm::supported(dev)) {
+    BRAID_CHECK(vmm::memAlloc(ptr, size, dev));
+    if (aligned(*ptr)) {
+      BRAID_INFO(kLogAlloc, "ncclMemAlloc: %zu bytes of cuMem (VMM) memory on device %d: %p",
+                 size, dev, *ptr);
+      return ncclSuccess;
+    }
+    // Not expected: the start is aligned to the granularity (2 MiB on current GPUs).
+    BRAID_INFO(kLogAlloc, "ncclMemAlloc: cuMem memory at %p is not %zu-byte aligned: cudaMalloc",
+               *ptr, kMemAlign);
+    BRAID_CHECK(vmm::memFree(*ptr));
+    *ptr = nullptr;
+  } else {
+    BRAID_INFO(kLogAlloc, "ncclMemAlloc: device %d has no VMM API: cudaMalloc", dev);
+  }
   size_t rounded = (size + kMemAlign - 1) / kMemAlign * kMemAlign;
   if (rounded < size) return setError(ncclInvalidArgument, nullptr, "ncclMemAlloc: size %zu "
                                       "overflows", size);
@@ -104,6 +123,7 @@ ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
 
 ncclResult_t ncclMemFree(void* ptr) {
   if (ptr == nullptr) return ncclSuccess;
+  if (vmm::owns(ptr)) return vmm::memFree(ptr);
   if (cudart::pointerKind(ptr, nullptr) == MemKind::kDevice) {
     void* base = ptr;
     {
