@@ -93,7 +93,7 @@ if [ "${BRAID_GPU_SKIP_BUILD:-0}" != 1 ]; then
   # Only what this run uses: the library, braidrun, the perf suite and the GPU tests.
   targets=(braid nccl braidrun braid_perf)
   for t in braid_gpu_test braid_cuda_api_test braid_cuda_api_dlopen_probe \
-           braid_transports_dev_test braid_transports_dev_mp_test; do
+           braid_transports_dev_test braid_transports_dev_mp_test braid_device_api_program; do
     if cmake --build "$build" --target help 2>/dev/null | grep -q "\b$t\b"; then targets+=("$t"); fi
   done
   step build 330 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
@@ -120,6 +120,48 @@ if [ -f "$build/CTestTestfile.cmake" ]; then
   done
 else
   note "SKIP    tests (no test tree in $build)"
+fi
+# NCCL's device API (tests/device_api): LSA windows, barriers and an all-reduce kernel on
+# 2 and 4 thread ranks sharing the GPU.
+if [ -x "$bin/braid_device_api_program" ]; then
+  for n in 2 4; do
+    step "device_api.program.$n" 60 "$bin/braid_device_api_program" "$n"
+  done
+fi
+
+# ---- NVIDIA's nccl-tests, unmodified, on Braid's headers and library -------------------
+# From a copy beside the checkout (../nccl-tests, or BRAID_NCCL_TESTS_DIR; never part of
+# this repository). Built against Braid's include/ and libnccl.so (NCCL_HOME staged in
+# the build tree), run on this GPU: host-launched collectives and the device-API
+# implementations (-D 1, -D 2: LSA kernels on symmetric windows, -R 2). nccl-tests puts
+# one rank per GPU, so on a one-GPU machine these runs have one rank; several thread
+# ranks on one GPU are device_api.program's.
+nccl_tests=${BRAID_NCCL_TESTS_DIR:-$root/../nccl-tests}
+if [ -f "$nccl_tests/src/Makefile" ] && [ -e "$build/libnccl.so" ]; then
+  home=$root/$build/nccl-home
+  mkdir -p "$home/lib"
+  ln -sfn "$root/include" "$home/include"
+  # The CUDA runtime beside Braid's libnccl, and CUDA_LIB pointing there: a toolkit's
+  # lib64 may hold NVIDIA's own libnccl, which -L would otherwise find first.
+  cuda_home=${CUDA_HOME:-/usr/local/cuda}
+  for f in "$root/$build"/libnccl.so* "$cuda_home"/lib64/libcudart*; do ln -sf "$f" "$home/lib/"; done
+  nt=$root/$build/nccl-tests
+  step nccl-tests.build 200 make -C "$nccl_tests/src" -j "$jobs" BUILDDIR="$nt" \
+    NCCL_HOME="$home" CUDA_HOME="$cuda_home" CUDA_LIB="$home/lib" \
+    NVCC_GENCODE="-gencode=arch=compute_${archs%%;*},code=sm_${archs%%;*}" \
+    "$nt/all_reduce_perf" "$nt/all_gather_perf" "$nt/alltoall_perf" "$nt/sendrecv_perf"
+  for t in all_reduce all_gather alltoall sendrecv; do
+    [ -x "$nt/${t}_perf" ] || continue
+    step "nccl-tests.$t" 60 env LD_LIBRARY_PATH="$home/lib" "$nt/${t}_perf" \
+      -b 8 -e 256M -f 8 -n 10 -w 3 -c 1 -g 1 -J "$out/nccl-tests.$t.json"
+  done
+  for d in 1 2; do
+    [ -x "$nt/all_reduce_perf" ] || continue
+    step "nccl-tests.all_reduce.D$d" 60 env LD_LIBRARY_PATH="$home/lib" "$nt/all_reduce_perf" \
+      -b 8 -e 64M -f 8 -n 10 -w 3 -c 1 -g 1 -R 2 -D "$d" -J "$out/nccl-tests.all_reduce.D$d.json"
+  done
+else
+  note "SKIP    nccl-tests (no copy at $nccl_tests: fetch NVIDIA/nccl-tests beside the checkout)"
 fi
 
 # ---- perf suite on device buffers ----------------------------------------------------

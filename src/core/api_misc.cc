@@ -13,6 +13,7 @@
 #include "src/core/group.h"
 #include "src/core/host_stream.h"
 #include "src/core/registration.h"
+#include "src/device/lsa_window.h"
 #include "src/device/cuda_rt.h"
 #include "src/device/vmm.h"
 #include "src/reduce/reducer.h"
@@ -177,10 +178,12 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
   // Collective: every rank learns how to reach every rank's part of the window (and the
   // first window sets up the one-sided state, src/rma/rma.h). In a group the exchange
   // runs at ncclGroupEnd, concurrently with the group's other registrations and inits.
+  // Device windows then map every LSA member's part for the device API.
   auto exchange = [c, r]() {
     ncclResult_t res = rmaExchangeWindow(c, r);
+    if (res == ncclSuccess && r->lsa) res = r->lsa->map(c, *r);
     if (res != ncclSuccess)
-      (void)removeRegistration(c, r, /*window=*/true, "ncclCommWindowRegister");
+      (void)removeRegistration(c, r->handle, /*window=*/true, "ncclCommWindowRegister");
     return res;
   };
   if (inGroup()) {
@@ -188,7 +191,7 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
   } else {
     BRAID_CHECK(exchange());
   }
-  *win = reinterpret_cast<ncclWindow_t>(r);
+  *win = static_cast<ncclWindow_t>(r->handle);
   return ncclSuccess;
 }
 

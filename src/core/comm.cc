@@ -74,6 +74,7 @@ void Comm::releaseResources() {
     devRecvs.clear();
     device.reset();
   }
+  if (devApiAbortHost != nullptr) (void)cudart::hostFree(devApiAbortHost);
   sends.clear();
   recvs.clear();
   // Segments a peer of this machine created and died before its partner mapped them.
@@ -229,6 +230,9 @@ WakeWord* Comm::planWakeWord() const {
 }
 
 void Comm::wakeSelf() const {
+  // Kernels of the device API poll this word (abort and revoke come here).
+  if (devApiAbortHost != nullptr && (abortFlag.load() || revoked.load()))
+    __atomic_store_n(devApiAbortHost, 1u, __ATOMIC_RELEASE);
   // While an init is still running, its thread may be making the board: nobody sleeps
   // on it yet anyway.
   if (asyncError.load() != ncclInProgress && board) wakeRing(&board->wake(rank));

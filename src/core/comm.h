@@ -154,6 +154,10 @@ struct Comm : public ConnTable {
   /// The CUDA executor's state (launch control words, plan images, watchdog); made on
   /// the first op on device buffers.
   std::unique_ptr<DeviceComm> device;
+  /// The device API's abort word (ncclDevComm.abortFlag): one host-mapped word, made by
+  /// the first ncclDevCommCreate, set to 1 by abort and revoke (wakeSelf).
+  uint32_t* devApiAbortHost = nullptr;
+  void* devApiAbortDev = nullptr;
   /// In-network reduction (transports/collnet/collnet_state.h): the switch groups'
   /// ports, made at init when CollNet is enabled and set up; null otherwise.
   std::shared_ptr<CollNetState> collnet;

@@ -9,6 +9,7 @@
 
 #include "src/config/log.h"
 #include "src/core/error.h"
+#include "src/device/lsa_window.h"
 
 namespace braid {
 namespace {
@@ -28,6 +29,8 @@ struct Registry {
   std::unordered_map<const Comm*, CommRecords> byComm;
   /// Every live record, for validating a handle before touching it.
   std::unordered_map<const Registration*, const Comm*> live;
+  /// Every live window by the handle its owner was given (Registration::handle).
+  std::unordered_map<const void*, const Registration*> windows;
   std::atomic<size_t> total{0};
 };
 
@@ -63,6 +66,15 @@ ncclResult_t addRegistration(Comm* comm, void* buff, size_t size, bool window, i
                  cudart::lastError().c_str());
     }
   }
+  r->handle = r.get();
+  if (window && r->kind == MemKind::kDevice && cudart::available()) {
+    // The device API's handle must exist now: a grouped registration returns it before
+    // the exchange has run.
+    std::unique_ptr<LsaWindow> lsa;
+    BRAID_CHECK(LsaWindow::create(r->device, r.get(), &lsa));
+    r->handle = lsa->handle();
+    r->lsa = std::move(lsa);
+  }
   BRAID_INFO(kLogReg, "%s %p + %zu bytes: %s memory%s", window ? "window" : "register", buff,
              size, memKindName(r->kind), r->hasIpc ? ", IPC handle kept" : "");
   Registry& g = registry();
@@ -72,6 +84,7 @@ ncclResult_t addRegistration(Comm* comm, void* buff, size_t size, bool window, i
   recs.byStart.emplace(addr(buff), std::move(r));
   if (size > recs.maxSize) recs.maxSize = size;
   g.live.emplace(raw, comm);
+  if (window) g.windows.emplace(raw->handle, raw);
   g.total.fetch_add(1, std::memory_order_release);
   *out = raw;
   return ncclSuccess;
@@ -82,7 +95,12 @@ ncclResult_t removeRegistration(Comm* comm, const void* handle, bool window, con
   std::unique_ptr<Registration> dead;  // destroyed after the lock is released
   {
     std::lock_guard<std::mutex> lock(g.mu);
-    auto l = g.live.find(static_cast<const Registration*>(handle));
+    const Registration* named = static_cast<const Registration*>(handle);
+    if (window) {
+      auto w = g.windows.find(handle);
+      named = w == g.windows.end() ? nullptr : w->second;
+    }
+    auto l = g.live.find(named);
     if (l != g.live.end() && l->second == comm && l->first->window == window) {
       const Registration* r = l->first;
       RangeMap& m = g.byComm[comm].byStart;
@@ -94,6 +112,7 @@ ncclResult_t removeRegistration(Comm* comm, const void* handle, bool window, con
         break;
       }
       if (m.empty()) g.byComm.erase(comm);
+      if (window) g.windows.erase(handle);
       g.live.erase(l);
       g.total.fetch_sub(1, std::memory_order_release);
     }
@@ -135,8 +154,8 @@ const Registration* findWindow(const void* handle) {
   Registry& g = registry();
   if (handle == nullptr || g.total.load(std::memory_order_acquire) == 0) return nullptr;
   std::lock_guard<std::mutex> lock(g.mu);
-  auto l = g.live.find(static_cast<const Registration*>(handle));
-  return l != g.live.end() && l->first->window ? l->first : nullptr;
+  auto w = g.windows.find(handle);
+  return w == g.windows.end() ? nullptr : w->second;
 }
 
 size_t registrationCount(const Comm* comm) {
@@ -155,7 +174,10 @@ void forgetRegistrations(const Comm* comm) {
     if (c == g.byComm.end()) return;
     dead = std::move(c->second.byStart);
     g.byComm.erase(c);
-    for (auto& kv : dead) g.live.erase(kv.second.get());
+    for (auto& kv : dead) {
+      g.live.erase(kv.second.get());
+      if (kv.second->window) g.windows.erase(kv.second->handle);
+    }
     g.total.fetch_sub(dead.size(), std::memory_order_release);
   }
   if (!dead.empty())

@@ -11,6 +11,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "nccl.h"
@@ -19,6 +20,7 @@
 namespace braid {
 
 struct Comm;
+class LsaWindow;
 
 /// What a window's owner told the other ranks about it (ncclCommWindowRegister is
 /// collective: src/rma/rma.cc exchanges these).
@@ -50,6 +52,12 @@ struct Registration {
   /// Windows only, once exchanged with every rank (rmaExchangeWindow): index = rank.
   std::vector<WindowPeer> peers;
   bool exchanged = false;
+  /// Windows only: what ncclCommWindowRegister hands out -- the record itself, or for
+  /// device memory the device address of the window's ncclWindow_vidmem (lsa).
+  void* handle = nullptr;
+  /// Device windows: the device API's view (src/device/lsa_window.h), mapped after the
+  /// exchange; null for host memory or without CUDA.
+  std::shared_ptr<LsaWindow> lsa;
 
   /// Whether [p, p + bytes) lies inside this range.
   bool covers(const void* p, size_t bytes) const;
@@ -72,8 +80,8 @@ ncclResult_t removeRegistration(Comm* comm, const void* handle, bool window, con
 /// operations that use it are in flight. Cheap (no lock) when nothing is registered.
 const Registration* findRegistration(const Comm* comm, const void* p, size_t bytes);
 
-/// The live window record `handle` names (any communicator), or null. Valid as long as
-/// findRegistration's answers are.
+/// The live window record `handle` (a Registration::handle) names (any communicator),
+/// or null. Valid as long as findRegistration's answers are.
 const Registration* findWindow(const void* handle);
 
 /// Number of live records of comm (tests, diagnostics).

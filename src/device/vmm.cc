@@ -267,6 +267,16 @@ bool owns(const void* ptr) {
   return allocs().live.count(reinterpret_cast<uintptr_t>(ptr)) != 0;
 }
 
+bool isVmm(const void* ptr) {
+  const Driver& d = driver();
+  CUmemGenericAllocationHandle h = 0;
+  if (!d.ok || ptr == nullptr || d.cuMemRetainAllocationHandle(&h, const_cast<void*>(ptr)) !=
+                                     CUDA_SUCCESS)
+    return false;
+  (void)d.cuMemRelease(h);
+  return true;
+}
+
 ncclResult_t mapFlat(const std::vector<const void*>& peers, int dev, FlatMap* out) {
   if (out == nullptr || out->range_.start != 0 || peers.empty())
     return setError(ncclInvalidArgument, nullptr, "vmm::mapFlat: %s", out == nullptr ? "out is "
@@ -313,6 +323,7 @@ static ncclResult_t noCuda(const char* fn) {
 }
 bool supported(int) { return false; }
 bool owns(const void*) { return false; }
+bool isVmm(const void*) { return false; }
 ncclResult_t memAlloc(void** ptr, size_t, int) {
   if (ptr != nullptr) *ptr = nullptr;
   return noCuda(__func__);

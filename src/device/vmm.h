@@ -24,6 +24,9 @@ ncclResult_t memAlloc(void** ptr, size_t size, int dev);
 ncclResult_t memFree(void* ptr);
 /// Whether ptr is the start of a live memAlloc allocation.
 bool owns(const void* ptr);
+/// Whether ptr lies in a VMM (cuMem) mapping -- memAlloc's or the user's -- which mapFlat
+/// can map. Records no error (a plain "no").
+bool isVmm(const void* ptr);
 
 /// A reserved address range and the allocations mapped into it (vmm.cc's bookkeeping).
 struct Reservation {

@@ -10,6 +10,7 @@
 #include "nccl.h"
 #include "src/core/comm.h"
 #include "src/core/registration.h"
+#include "src/device/vmm.h"
 #include "tests/cuda_api/cuda_test_util.h"
 
 #if BRAID_HAVE_CUDA
@@ -218,8 +219,10 @@ TEST(CommRegister, DeviceBufferKeepsItsIpcHandle) {
   ASSERT_EQ(cudart::setDevice(0), ncclSuccess);
   OneRank one;
   ASSERT_NE(one.comm, nullptr);
+  // cudaMalloc memory: legacy CUDA IPC exports it (ncclMemAlloc's cuMem memory is not
+  // exportable that way: see ncclMemAllocIsVmmWhereSupported).
   void* mem = nullptr;
-  ASSERT_EQ(ncclMemAlloc(&mem, 1 << 20), ncclSuccess);
+  ASSERT_EQ(cudart::deviceAlloc(&mem, 1 << 20, "test"), ncclSuccess);
   char* p = static_cast<char*>(mem) + 4096;
   void* handle = nullptr;
   ASSERT_EQ(ncclCommRegister(one.comm, p, 65536, &handle), ncclSuccess);
@@ -235,7 +238,27 @@ TEST(CommRegister, DeviceBufferKeepsItsIpcHandle) {
   EXPECT_EQ(off + 4096, r->ipcOffset);
   EXPECT_EQ(memcmp(h, r->ipcHandle, sizeof(h)), 0);
   EXPECT_EQ(ncclCommDeregister(one.comm, handle), ncclSuccess);
+  EXPECT_EQ(cudart::deviceFree(mem), ncclSuccess);
+}
+
+// ncclMemAlloc gives cuMem (VMM) memory where the device supports it -- what the device
+// API's windows map (docs/device-api.md) -- and it registers as device memory.
+TEST(CommRegister, ncclMemAllocIsVmmWhereSupported) {
+  CUDA_API_REQUIRE_GPU();
+  ASSERT_EQ(cudart::setDevice(0), ncclSuccess);
+  OneRank one;
+  ASSERT_NE(one.comm, nullptr);
+  void* mem = nullptr;
+  ASSERT_EQ(ncclMemAlloc(&mem, 1 << 20), ncclSuccess);
+  EXPECT_EQ(vmm::owns(mem), vmm::supported(0));
+  void* handle = nullptr;
+  ASSERT_EQ(ncclCommRegister(one.comm, mem, 1 << 20, &handle), ncclSuccess);
+  const Registration* r = findRegistration(one.c(), mem, 1 << 20);
+  ASSERT_EQ(r, handle);
+  EXPECT_EQ(r->kind, MemKind::kDevice);
+  EXPECT_EQ(ncclCommDeregister(one.comm, handle), ncclSuccess);
   EXPECT_EQ(ncclMemFree(mem), ncclSuccess);
+  EXPECT_FALSE(vmm::owns(mem));
 }
 
 }  // namespace

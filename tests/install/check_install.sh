@@ -15,6 +15,7 @@ prefix=$scratch/prefix
   { cat "$scratch/install.log"; fail "cmake --install"; }
 
 for f in lib/libbraid.so lib/libnccl.so.2.30.7 include/nccl.h include/braid/braid.h \
+         include/nccl_device.h include/nccl_device/core.h include/nccl_device/barrier.h \
          bin/braidrun bin/braid-info bin/braid-sim bin/braid-doctor lib/cmake/Braid/BraidConfig.cmake \
          lib/cmake/Braid/BraidConfigVersion.cmake lib/cmake/Braid/BraidTargets.cmake \
          lib/pkgconfig/braid.pc lib/pkgconfig/nccl.pc; do
@@ -52,6 +53,20 @@ for pc in nccl braid; do
   (cd "$scratch" && env -u LD_LIBRARY_PATH "$scratch/pc-$pc" "$(realpath "$prefix")/lib/lib$pc.so") ||
     fail "consumer built with pkg-config $pc"
 done
+
+# The device API: a program written as nccl-tests' device implementations are, built with
+# nvcc against the installed headers alone (it stops if it sees NVIDIA's nccl_device.h),
+# linked to the installed libnccl, run (host checks here; with a GPU, the kernels too).
+nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
+if [ -x "$nvcc" ]; then
+  "$nvcc" -std=c++17 -arch=sm_90 -I"$prefix/include" -o "$scratch/device-api" \
+    "$src/../device_api/lsa_program.cu" -L"$prefix/lib" -lnccl -Xlinker -rpath="$prefix/lib" ||
+    fail "nvcc: the device-API program against the installed headers"
+  (cd "$scratch" && env -u LD_LIBRARY_PATH "$scratch/device-api" 2) || fail "device-API program"
+  echo "device API ok"
+else
+  echo "device API: SKIPPED (no nvcc at $nvcc)"
+fi
 
 # Installed programs run from the prefix (RPATH), not the build tree.
 # Whole output first: grep -q stopping early would kill braid-info with SIGPIPE (pipefail).

@@ -263,18 +263,56 @@ TEST_P(Rma, UserAndPeerPointers) {
     MR_NCCL_OK(ncclCommQueryProperties(comm, &props));
     EXPECT_EQ(props.rank, rank);
     EXPECT_EQ(props.nRanks, nn);
-    EXPECT_FALSE(props.deviceApiSupport);
+    EXPECT_FALSE(props.deviceApiSupport);  // host buffers, no GPU
     EXPECT_FALSE(props.multimemSupport);
     EXPECT_TRUE(props.hostRmaSupport);
     EXPECT_EQ(props.nLsaTeams, isProcesses(l) ? nn : 1);
+    // Teams: thread ranks of one process form one LSA team; processes one each.
+    const int lsaSize = isProcesses(l) ? 1 : nn;
+    const ncclTeam_t lsa = ncclTeamLsa(comm), world = ncclTeamWorld(comm),
+                     rail = ncclTeamRail(comm);
+    EXPECT_EQ(lsa.nRanks, lsaSize);
+    EXPECT_EQ(lsa.rank, rank % lsaSize);
+    EXPECT_EQ(world.nRanks, nn);
+    EXPECT_EQ(world.rank, rank);
+    EXPECT_EQ(rail.nRanks, nn / lsaSize);
+    EXPECT_EQ(rail.stride, lsaSize);
+    EXPECT_EQ(ncclTeamRankToWorld(comm, rail, 0), rank % lsaSize);
+    EXPECT_EQ(ncclTeamRankToLsa(comm, lsa, 0), 0);
+    // Requirements Braid cannot meet fail on the host, naming the field, before any
+    // device work (no GPU here: then the missing device is the error).
+    ncclDevComm_t devComm;
+    std::memset(&devComm, 0, sizeof devComm);
     ncclDevCommRequirements_t reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
-    alignas(64) unsigned char devComm[4096] = {};
-    EXPECT_EQ(ncclDevCommCreate(comm, &reqs, reinterpret_cast<ncclDevComm_t*>(devComm)),
-              ncclInvalidUsage);
-    EXPECT_NE(std::string(ncclGetLastError(comm)).find("device-side communicator"),
-              std::string::npos);
-    EXPECT_EQ(ncclDevCommDestroy(comm, reinterpret_cast<ncclDevComm_t*>(devComm)),
-              ncclInvalidUsage);
+    reqs.lsaMultimem = true;
+    EXPECT_EQ(ncclDevCommCreate(comm, &reqs, &devComm), ncclInvalidUsage);
+    EXPECT_NE(std::string(ncclGetLastError(comm)).find("lsaMultimem"), std::string::npos)
+        << ncclGetLastError(comm);
+    reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    reqs.ginSignalCount = 4;
+    EXPECT_EQ(ncclDevCommCreate(comm, &reqs, &devComm), ncclInvalidUsage);
+    EXPECT_NE(std::string(ncclGetLastError(comm)).find("ginSignalCount: that needs GIN"),
+              std::string::npos) << ncclGetLastError(comm);
+    reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    reqs.barrierCount = 2;  // a world barrier: only where the world is one LSA team
+    if (lsaSize < nn) {
+      EXPECT_EQ(ncclDevCommCreate(comm, &reqs, &devComm), ncclInvalidUsage);
+      EXPECT_NE(std::string(ncclGetLastError(comm)).find("barrierCount"), std::string::npos)
+          << ncclGetLastError(comm);
+    }
+    reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    reqs.magic = 0;
+    EXPECT_EQ(ncclDevCommCreate(comm, &reqs, &devComm), ncclInvalidArgument);
+    EXPECT_NE(std::string(ncclGetLastError(comm)).find("NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER"),
+              std::string::npos) << ncclGetLastError(comm);
+    reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    reqs.lsaBarrierCount = 4;
+    EXPECT_EQ(ncclDevCommCreate(comm, &reqs, &devComm), ncclInvalidUsage);
+    EXPECT_NE(std::string(ncclGetLastError(comm)).find("has no CUDA device"), std::string::npos)
+        << ncclGetLastError(comm);
+    EXPECT_EQ(ncclDevCommDestroy(comm, &devComm), ncclInvalidArgument);
+    EXPECT_NE(std::string(ncclGetLastError(comm)).find("not made by ncclDevCommCreate"),
+              std::string::npos) << ncclGetLastError(comm);
     // Stale handle after deregistration.
     MR_NCCL_OK(ncclCommWindowDeregister(comm, wb));
     EXPECT_EQ(ncclWinGetUserPtr(comm, wb, &p), ncclInvalidArgument);

@@ -1,26 +1,17 @@
-// The host functions of NCCL 2.30's device API (include/braid/nccl_device_host.h).
-// Braid has no device-side communicator yet: these answer what a host can know about
-// windows (which peers this process can address) and refuse ncclDevCommCreate clearly.
-#include "braid/nccl_device_host.h"
-
+// The host functions of NCCL 2.30's device API that answer questions about a
+// communicator and its windows (include/nccl_device/core.h): properties, and device
+// pointers to LSA members' parts of a window. The device communicator itself is
+// dev_comm_api.cc.
+#include "nccl_device/core.h"
 #include "src/core/comm.h"
 #include "src/core/error.h"
 #include "src/core/registration.h"
+#include "src/device/lsa_window.h"
+#include "src/device/vmm.h"
 
 using namespace braid;
 
 namespace {
-
-/// The load/store team: the ranks of this process contiguous with `rank` (Braid's
-/// stand-in for NCCL's LSA team: memory every member can address directly).
-void lsaTeam(const Comm* c, int* first, int* size) {
-  const uint64_t me = c->peers[size_t(c->rank)].processHash;
-  int lo = c->rank, hi = c->rank;
-  while (lo > 0 && c->peers[size_t(lo - 1)].processHash == me) --lo;
-  while (hi + 1 < c->nranks && c->peers[size_t(hi + 1)].processHash == me) ++hi;
-  *first = lo;
-  *size = hi - lo + 1;
-}
 
 /// The window behind a handle, exchanged with every rank (else an error naming call).
 ncclResult_t windowOf(ncclWindow_t window, void** outPtr, const char* call,
@@ -47,7 +38,12 @@ ncclResult_t peerPointer(const Registration* w, size_t offset, int peer, void** 
   if (offset > p.size)
     return setError(ncclInvalidArgument, w->comm, "%s: offset %zu is beyond rank %d's window "
                     "(%llu bytes)", call, offset, peer, static_cast<unsigned long long>(p.size));
-  if (c->peers[size_t(peer)].processHash == c->peers[size_t(c->rank)].processHash)
+  // An LSA member: its part as device code reaches it (the flat mapping); else a peer
+  // of this process: its own address.
+  const LsaTeam t = lsaTeamOf(c);
+  if (w->lsa && w->lsa->flat().base != nullptr && peer >= t.first && peer < t.first + t.size)
+    *outPtr = w->lsa->flat().base + uint64_t(peer - t.first) * (uint64_t(w->lsa->flat().stride4G) << 32) + offset;
+  else if (c->peers[size_t(peer)].processHash == c->peers[size_t(c->rank)].processHash)
     *outPtr = reinterpret_cast<char*>(p.addr) + offset;
   return ncclSuccess;
 }
@@ -68,36 +64,16 @@ ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* prop
   props->nRanks = c->nranks;
   props->cudaDev = c->cudaDev;
   props->nvmlDev = c->cudaDev;
-  props->deviceApiSupport = false;
+  std::string why;
+  props->deviceApiSupport = lsaDevicesReachable(c, &why) && vmm::supported(c->cudaDev);
   props->multimemSupport = false;
   if (props->version > NCCL_VERSION(2, 29, 3)) {  // fields NCCL fills from 2.29.4 on
-    int first = 0, size = 1;
-    lsaTeam(c, &first, &size);
     props->ginType = NCCL_GIN_TYPE_NONE;
     props->railedGinType = NCCL_GIN_TYPE_NONE;
     props->hostRmaSupport = true;
-    props->nLsaTeams = c->nranks % size == 0 ? c->nranks / size : 1;
+    props->nLsaTeams = c->nranks / lsaTeamOf(c).size;
   }
   return ncclSuccess;
-}
-
-ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const* reqs,
-                               ncclDevComm_t* outDevComm) {
-  BRAID_CHECK(checkComm(comm, "ncclDevCommCreate"));
-  Comm* c = asComm(comm);
-  if (reqs == nullptr || outDevComm == nullptr)
-    return setError(ncclInvalidArgument, c, "ncclDevCommCreate: %s is NULL",
-                    reqs == nullptr ? "reqs" : "outDevComm");
-  return setError(ncclInvalidUsage, c, "ncclDevCommCreate: Braid has no device-side "
-                  "communicator (the NCCL device API: LSA/GIN/multimem kernels) yet; use the "
-                  "host API (collectives, send/recv, ncclPutSignal/ncclWaitSignal)");
-}
-
-ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm) {
-  BRAID_CHECK(checkComm(comm, "ncclDevCommDestroy"));
-  (void)devComm;
-  return setError(ncclInvalidUsage, asComm(comm), "ncclDevCommDestroy: Braid has no "
-                  "device-side communicator yet (ncclDevCommCreate cannot have made one)");
 }
 
 ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void** outPtr) {
@@ -123,13 +99,12 @@ ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsa
   const char* call = "ncclGetLsaDevicePointer";
   const Registration* w = nullptr;
   BRAID_CHECK(windowOf(window, outPtr, call, &w));
-  int first = 0, size = 1;
-  lsaTeam(w->comm, &first, &size);
-  if (lsaRank < 0 || lsaRank >= size)
+  const LsaTeam t = lsaTeamOf(w->comm);
+  if (lsaRank < 0 || lsaRank >= t.size)
     return setError(ncclInvalidArgument, w->comm, "%s: lsaRank %d is outside the load/store "
                     "team [0, %d) (the ranks of this process next to this rank)", call, lsaRank,
-                    size);
-  return peerPointer(w, offset, first + lsaRank, outPtr, call);
+                    t.size);
+  return peerPointer(w, offset, t.first + lsaRank, outPtr, call);
 }
 
 ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer,
@@ -146,13 +121,6 @@ ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int pe
 // The profiler-style twins NVIDIA exports for every API function.
 ncclResult_t pncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* props) {
   return ncclCommQueryProperties(comm, props);
-}
-ncclResult_t pncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const* reqs,
-                                ncclDevComm_t* outDevComm) {
-  return ncclDevCommCreate(comm, reqs, outDevComm);
-}
-ncclResult_t pncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm) {
-  return ncclDevCommDestroy(comm, devComm);
 }
 ncclResult_t pncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void** outPtr) {
   return ncclGetLsaMultimemDevicePointer(window, offset, outPtr);
