@@ -59,9 +59,7 @@ struct ncclCoopWarpSpan {
   NCCL_DEVICE_INLINE int thread_rank() const { return int(threadIdx.x) - 32 * int(warp0); }
   NCCL_DEVICE_INLINE int size() const { return 32 * int(nWarps); }
   NCCL_DEVICE_INLINE int num_threads() const { return 32 * int(nWarps); }
-  NCCL_DEVICE_INLINE void sync() {
-    asm volatile("bar.sync %0, %1;" ::"r"(1 + int(id)), "r"(32 * int(nWarps)) : "memory");
-  }
+  NCCL_DEVICE_INLINE void sync() { __barrier_sync_count(1 + id, 32 * nWarps); }
 };
 
 struct ncclCoopCta {
@@ -80,10 +78,10 @@ NCCL_DEVICE_INLINE uint32_t ncclCoopGetLaneMask(ncclCoopLanes coop) { return coo
 NCCL_DEVICE_INLINE uint32_t ncclCoopGetLaneMask(ncclCoopWarpSpan) { return ~0u; }
 NCCL_DEVICE_INLINE uint32_t ncclCoopGetLaneMask(ncclCoopCta) { return ~0u; }
 
-/* Whether every thread of coop lies in one warp. */
+/* Whether every thread of coop lies in one warp (known at compile time). */
 template <int N>
 NCCL_DEVICE_INLINE constexpr bool ncclCoopIsThread(ncclCoopTile<N>) { return N == 1; }
-NCCL_DEVICE_INLINE bool ncclCoopIsThread(ncclCoopLanes c) { return __popc(c.lmask) == 1; }
+NCCL_DEVICE_INLINE constexpr bool ncclCoopIsThread(ncclCoopLanes) { return false; }
 NCCL_DEVICE_INLINE constexpr bool ncclCoopIsThread(ncclCoopWarpSpan) { return false; }
 NCCL_DEVICE_INLINE constexpr bool ncclCoopIsThread(ncclCoopCta) { return false; }
 template <int N>
@@ -91,6 +89,69 @@ NCCL_DEVICE_INLINE constexpr bool ncclCoopWithinWarp(ncclCoopTile<N>) { return t
 NCCL_DEVICE_INLINE constexpr bool ncclCoopWithinWarp(ncclCoopLanes) { return true; }
 NCCL_DEVICE_INLINE constexpr bool ncclCoopWithinWarp(ncclCoopWarpSpan) { return false; }
 NCCL_DEVICE_INLINE constexpr bool ncclCoopWithinWarp(ncclCoopCta) { return false; }
+
+/* The lanes of the caller's warp that can act together: all active ones, or -- for a
+ * collective call on coop -- the coop itself where it lies in one warp, else the warp. */
+NCCL_DEVICE_INLINE ncclCoopLanes ncclCoopCoalesced() { return ncclCoopLanes{__activemask()}; }
+template <typename Coop>
+NCCL_DEVICE_INLINE ncclCoopTile<32> ncclCoopCoalesced(Coop) { return ncclCoopTile<32>(); }
+NCCL_DEVICE_INLINE ncclCoopLanes ncclCoopCoalesced(ncclCoopLanes coop) { return coop; }
+template <int N>
+NCCL_DEVICE_INLINE ncclCoopTile<N> ncclCoopCoalesced(ncclCoopTile<N> coop) { return coop; }
+
+/* value as member `root` of coop holds it, returned to every member. entrySync: sync
+ * coop first (the shared stash of a warp span or CTA may still be read). */
+namespace braid_dev {
+template <typename T>
+struct Words {
+  static constexpr int n = int((sizeof(T) + 3) / 4);
+  union {
+    uint32_t u[n];
+    T v;
+  };
+  __device__ Words() {}
+};
+}  // namespace braid_dev
+template <int N, typename T>
+NCCL_DEVICE_INLINE T ncclCoopBcast(ncclCoopTile<N>, T value, int root, bool = true) {
+  braid_dev::Words<T> w;
+  w.v = value;
+  for (int i = 0; i < braid_dev::Words<T>::n; i++) w.u[i] = __shfl_sync(~0u, w.u[i], root, N);
+  return w.v;
+}
+template <typename T>
+NCCL_DEVICE_INLINE T ncclCoopBcast(ncclCoopLanes coop, T value, int root, bool = true) {
+  const uint32_t m = coop.lmask;
+  const int lane = root == 0 ? __ffs(m) - 1 : int(__fns(m, 0, 1 + root));
+  braid_dev::Words<T> w;
+  w.v = value;
+  for (int i = 0; i < braid_dev::Words<T>::n; i++) w.u[i] = __shfl_sync(m, w.u[i], lane);
+  return w.v;
+}
+NCCL_DEVICE_INLINE ulong2* ncclCoopBcast_WarpSpan_stash() {
+  __shared__ ulong2 stash[15];
+  return stash;
+}
+template <typename T>
+NCCL_DEVICE_INLINE T ncclCoopBcast(ncclCoopWarpSpan coop, T value, int root, bool entrySync = true) {
+  static_assert(sizeof(T) <= sizeof(ulong2), "ncclCoopBcast: at most 16 bytes");
+  if (entrySync) coop.sync();
+  if (coop.thread_rank() == root) *reinterpret_cast<T*>(&ncclCoopBcast_WarpSpan_stash()[coop.id]) = value;
+  coop.sync();
+  return *reinterpret_cast<T*>(&ncclCoopBcast_WarpSpan_stash()[coop.id]);
+}
+NCCL_DEVICE_INLINE ulong2* ncclCoopBcast_Cta_stash() {
+  __shared__ ulong2 stash;
+  return &stash;
+}
+template <typename T>
+NCCL_DEVICE_INLINE T ncclCoopBcast(ncclCoopCta coop, T value, int root, bool entrySync = true) {
+  static_assert(sizeof(T) <= sizeof(ulong2), "ncclCoopBcast: at most 16 bytes");
+  if (entrySync) coop.sync();
+  if (coop.thread_rank() == root) *reinterpret_cast<T*>(ncclCoopBcast_Cta_stash()) = value;
+  coop.sync();
+  return *reinterpret_cast<T*>(ncclCoopBcast_Cta_stash());
+}
 
 /* Any coop, behind a small table of its three operations. */
 struct ncclCoopAny {

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "coop.h"
 #include "nccl.h"
 #include "utility.h"
 
@@ -443,6 +444,30 @@ NCCL_DEVICE_INLINE void* ncclGetResourceBufferLsaMultimemPointer(ncclDevComm con
 }
 NCCL_DEVICE_INLINE ncclSymPtr<char> ncclGetResourceBuffer(ncclDevComm const& c,
                                                           ncclDevResourceHandle h);
+
+/* The window of c holding ptr (a registered buffer of this rank), or NULL: the lanes of
+ * coop's warp search the communicator's window table together. Collective on coop. */
+template <typename Coop>
+NCCL_DEVICE_INLINE ncclWindow_t ncclFindWindow(Coop coop, ncclDevComm const& c, void const* ptr) {
+  auto lanes = ncclCoopCoalesced(coop);
+  const uint32_t mask = ncclCoopGetLaneMask(lanes);
+  const uintptr_t u = reinterpret_cast<uintptr_t>(ptr);
+  for (ncclDevCommWindowTable const* t = c.windowTable; t != nullptr; t = t->next) {
+    ncclWindow_t mine = nullptr;
+    for (int i = lanes.thread_rank(); i < 32; i += lanes.size()) {
+      const ncclDevCommWindowTable::Entry& e = t->entries[i];
+      if (e.window != nullptr && e.size != 0 && u - e.base < e.size) {
+        mine = e.window;
+        break;
+      }
+    }
+    const uint32_t found = __ballot_sync(mask, mine != nullptr);
+    if (found != 0)
+      return reinterpret_cast<ncclWindow_t>(__shfl_sync(
+          mask, reinterpret_cast<unsigned long long>(mine), __ffs(found) - 1));
+  }
+  return nullptr;
+}
 #endif /* NCCL_CHECK_CUDACC */
 
 #endif /* BRAID_NCCL_DEVICE_CORE_H_ */

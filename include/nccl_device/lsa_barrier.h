@@ -109,7 +109,9 @@ struct ncclLsaBarrierSession {
         }
       }
     }
-    epoch += 1;
+    // A wait that timed out has not passed the barrier: the epoch stays (a later wait
+    // may finish it).
+    if (res == ncclSuccess) epoch += 1;
     coop.sync();
     return res;
   }

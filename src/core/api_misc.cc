@@ -14,6 +14,7 @@
 #include "src/core/host_stream.h"
 #include "src/core/registration.h"
 #include "src/device/lsa_window.h"
+#include "src/device/window_table.h"
 #include "src/device/cuda_rt.h"
 #include "src/device/vmm.h"
 #include "src/reduce/reducer.h"
@@ -178,10 +179,15 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
   // Collective: every rank learns how to reach every rank's part of the window (and the
   // first window sets up the one-sided state, src/rma/rma.h). In a group the exchange
   // runs at ncclGroupEnd, concurrently with the group's other registrations and inits.
-  // Device windows then map every LSA member's part for the device API.
-  auto exchange = [c, r]() {
-    ncclResult_t res = rmaExchangeWindow(c, r);
+  // Device windows then map every LSA member's part for the device API. The exchange's
+  // place in the comm's order is taken now: grouped registrations run concurrently at
+  // ncclGroupEnd, and every rank must exchange its windows in the order it registered them.
+  const uint64_t ticket = c->issue();
+  auto exchange = [c, r, ticket]() {
+    ncclResult_t res = rmaExchangeWindow(c, r, ticket);
     if (res == ncclSuccess && r->lsa) res = r->lsa->map(c, *r);
+    if (res == ncclSuccess && r->lsa)
+      res = windowTableAdd(c, r->device, r->buff, r->size, r->lsa->handle());
     if (res != ncclSuccess)
       (void)removeRegistration(c, r->handle, /*window=*/true, "ncclCommWindowRegister");
     return res;
@@ -197,7 +203,14 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
 
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   BRAID_CHECK(checkComm(comm, "ncclCommWindowDeregister"));
-  return removeRegistration(asComm(comm), reinterpret_cast<const void*>(win), /*window=*/true,
+  Comm* c = asComm(comm);
+  const Registration* r = findWindow(win);
+  if (r != nullptr && r->comm == c && r->internal)
+    return setError(ncclInvalidUsage, c, "ncclCommWindowDeregister: win %p is a device "
+                    "communicator's resource window: ncclDevCommDestroy releases it",
+                    static_cast<void*>(win));
+  windowTableRemove(c, win);
+  return removeRegistration(c, reinterpret_cast<const void*>(win), /*window=*/true,
                             "ncclCommWindowDeregister");
 }
 

@@ -15,7 +15,9 @@
 #include "src/core/error.h"
 #include "src/core/registration.h"
 #include "src/device/cuda_rt.h"
+#include "src/device/dev_comms.h"
 #include "src/device/device_comm.h"
+#include "src/device/window_table.h"
 #include "src/diag/flight_recorder.h"
 #include "transports/collnet/collnet_state.h"
 #include "transports/shm/shm_transport.h"
@@ -74,7 +76,10 @@ void Comm::releaseResources() {
     devRecvs.clear();
     device.reset();
   }
-  if (devApiAbortHost != nullptr) (void)cudart::hostFree(devApiAbortHost);
+  if (uint32_t* w = devApiAbortHost.exchange(nullptr)) {  // releaseResources may run twice
+    devApiAbortDev = nullptr;
+    (void)cudart::hostFree(w);
+  }
   sends.clear();
   recvs.clear();
   // Segments a peer of this machine created and died before its partner mapped them.
@@ -84,6 +89,8 @@ void Comm::releaseResources() {
   board.reset();
   bootstrap.reset();
   planCache.clear();
+  forgetDevComms(this);  // before the registrations: their resource windows are among them
+  windowTableForget(this);
   forgetRegistrations(this);
   peers.clear();
   peers.shrink_to_fit();
@@ -231,8 +238,8 @@ WakeWord* Comm::planWakeWord() const {
 
 void Comm::wakeSelf() const {
   // Kernels of the device API poll this word (abort and revoke come here).
-  if (devApiAbortHost != nullptr && (abortFlag.load() || revoked.load()))
-    __atomic_store_n(devApiAbortHost, 1u, __ATOMIC_RELEASE);
+  if (uint32_t* w = devApiAbortHost.load(); w != nullptr && (abortFlag.load() || revoked.load()))
+    __atomic_store_n(w, 1u, __ATOMIC_RELEASE);
   // While an init is still running, its thread may be making the board: nobody sleeps
   // on it yet anyway.
   if (asyncError.load() != ncclInProgress && board) wakeRing(&board->wake(rank));

@@ -156,7 +156,7 @@ struct Comm : public ConnTable {
   std::unique_ptr<DeviceComm> device;
   /// The device API's abort word (ncclDevComm.abortFlag): one host-mapped word, made by
   /// the first ncclDevCommCreate, set to 1 by abort and revoke (wakeSelf).
-  uint32_t* devApiAbortHost = nullptr;
+  std::atomic<uint32_t*> devApiAbortHost{nullptr};
   void* devApiAbortDev = nullptr;
   /// In-network reduction (transports/collnet/collnet_state.h): the switch groups'
   /// ports, made at init when CollNet is enabled and set up; null otherwise.

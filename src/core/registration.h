@@ -58,6 +58,9 @@ struct Registration {
   /// Device windows: the device API's view (src/device/lsa_window.h), mapped after the
   /// exchange; null for host memory or without CUDA.
   std::shared_ptr<LsaWindow> lsa;
+  /// A device communicator's resource window (ncclDevCommDestroy releases it, not
+  /// ncclCommWindowDeregister).
+  bool internal = false;
 
   /// Whether [p, p + bytes) lies inside this range.
   bool covers(const void* p, size_t bytes) const;

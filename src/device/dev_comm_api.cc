@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "nccl_device/core.h"
 #include "src/core/comm.h"
@@ -21,8 +22,10 @@
 #include "src/core/registration.h"
 #include "src/device/cuda_rt.h"
 #include "src/device/dev_comm_plan.h"
+#include "src/device/dev_comms.h"
 #include "src/device/lsa_window.h"
 #include "src/device/vmm.h"
+#include "src/device/window_table.h"
 #include "src/rma/rma.h"
 
 using namespace braid;
@@ -50,39 +53,52 @@ uint32_t reciprocal(uint32_t x) {
   return x == 0 ? 0 : UINT32_MAX / x + ((x & (x - 1)) == 0 ? 1 : 0);
 }
 
-/// The communicator's host-mapped abort word (made once), and its device address.
+/// The communicator's host-mapped abort word (made once), and its device address. It
+/// is published before the flags are looked at again, so an abort racing with its
+/// creation still reaches it (Comm::wakeSelf stores 1 into a published word).
 ncclResult_t abortWord(Comm* c, uint32_t** dev) {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
-  if (c->devApiAbortHost == nullptr) {
+  if (c->devApiAbortHost.load() == nullptr) {
     void* host = nullptr;
     void* d = nullptr;
     BRAID_CHECK(cudart::hostAllocMapped(&host, &d, sizeof(uint32_t)));
-    *static_cast<uint32_t*>(host) = c->abortFlag.load() || c->revoked.load() ? 1u : 0u;
+    *static_cast<uint32_t*>(host) = 0;
     c->devApiAbortDev = d;
-    c->devApiAbortHost = static_cast<uint32_t*>(host);
+    c->devApiAbortHost.store(static_cast<uint32_t*>(host));
+    if (c->abortFlag.load() || c->revoked.load())
+      __atomic_store_n(static_cast<uint32_t*>(host), 1u, __ATOMIC_RELEASE);
   }
   *dev = static_cast<uint32_t*>(c->devApiAbortDev);
   return ncclSuccess;
 }
 
-/// The collective part: allocate, register and map the resource window, fill *out.
-ncclResult_t buildDevComm(Comm* c, const DevResourcePlan& plan, ncclDevComm_t* out) {
+/// The collective part, in the comm's order (`ticket`, taken at the call): allocate,
+/// register and map the resource window, fill *out.
+ncclResult_t buildDevComm(Comm* c, const DevResourcePlan& plan, ncclDevComm_t* out,
+                          uint64_t ticket) {
+  TurnGuard turn(c, ticket);
+  if (!c->waitTurn(ticket))
+    return setError(ncclInvalidUsage, c, "ncclDevCommCreate: the communicator (%s) was "
+                    "aborted or revoked", c->who().c_str());
   const LsaTeam team = lsaTeamOf(c);
   cudart::DeviceScope scope;
   BRAID_CHECK(scope.enter(c->cudaDev));
   uint32_t* abortDev = nullptr;
   BRAID_CHECK(abortWord(c, &abortDev));
+  ncclDevCommWindowTable* table = nullptr;
+  BRAID_CHECK(windowTableHead(c, c->cudaDev, &table));
   const size_t bytes = plan.bytes > 0 ? plan.bytes : 128;
   void* buf = nullptr;
   BRAID_CHECK(vmm::memAlloc(&buf, bytes, c->cudaDev));
   Registration* r = nullptr;
   ncclResult_t res = cudart::memsetDevice(buf, 0, bytes);
   if (res == ncclSuccess) res = addRegistration(c, buf, bytes, /*window=*/true, 0, &r);
+  if (res == ncclSuccess) r->internal = true;
   if (res == ncclSuccess && !r->lsa)
     res = setError(ncclInternalError, c, "ncclDevCommCreate: the resource window of %s has no "
                    "device view", c->who().c_str());
-  if (res == ncclSuccess) res = rmaExchangeWindow(c, r);
+  if (res == ncclSuccess) res = rmaExchangeWindowInTurn(c, r);
   if (res == ncclSuccess) res = r->lsa->map(c, *r);
   if (res == ncclSuccess && r->lsa->flat().base == nullptr)
     res = setError(ncclUnhandledCudaError, c, "ncclDevCommCreate: %s could not map the LSA "
@@ -103,7 +119,7 @@ ncclResult_t buildDevComm(Comm* c, const DevResourcePlan& plan, ncclDevComm_t* o
   d.lsaRank = team.rank;
   d.lsaSize = team.size;
   d.lsaSize_rcp32 = reciprocal(uint32_t(team.size));
-  d.windowTable = nullptr;
+  d.windowTable = table;
   d.resourceWindow = static_cast<ncclWindow_t>(r->handle);
   d.resourceWindow_inlined.lsaFlatBase = r->lsa->flat().base;
   d.resourceWindow_inlined.stride4G = r->lsa->flat().stride4G;
@@ -111,7 +127,7 @@ ncclResult_t buildDevComm(Comm* c, const DevResourcePlan& plan, ncclDevComm_t* o
   d.hybridLsaBarrier = plan.hybridLsaBarrier;
   d.abortFlag = abortDev;
   for (const DevResourcePlan::Assign& a : plan.user)
-    if (a.req->outBufferHandle != nullptr) *a.req->outBufferHandle = a.handle;
+    if (a.out != nullptr) *a.out = a.handle;
   {
     DevComms& g = devComms();
     std::lock_guard<std::mutex> lock(g.mu);
@@ -122,6 +138,27 @@ ncclResult_t buildDevComm(Comm* c, const DevResourcePlan& plan, ncclDevComm_t* o
 }
 
 }  // namespace
+
+void braid::forgetDevComms(const Comm* c) {
+  std::vector<DevCommRecord> mine;
+  {
+    DevComms& g = devComms();
+    std::lock_guard<std::mutex> lock(g.mu);
+    for (auto it = g.byWindow.begin(); it != g.byWindow.end();) {
+      if (it->second.comm != c) {
+        ++it;
+        continue;
+      }
+      mine.push_back(it->second);
+      it = g.byWindow.erase(it);
+    }
+  }
+  for (const DevCommRecord& rec : mine) {
+    cudart::DeviceScope scope;
+    (void)scope.enter(rec.device);
+    (void)vmm::memFree(rec.buffer);  // its flat mapping goes with the comm's registrations
+  }
+}
 
 extern "C" {
 
@@ -147,11 +184,16 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const*
                     "CUDA virtual memory management, which the device API's windows need",
                     c->who().c_str(), c->cudaDev);
   std::memset(outDevComm, 0, sizeof *outDevComm);
+  // The exchange's place in the comm's order is taken now (grouped creations and window
+  // registrations run concurrently at ncclGroupEnd).
+  const uint64_t ticket = c->issue();
   if (inGroup()) {
-    groupDeferInit([c, plan, outDevComm]() { return buildDevComm(c, plan, outDevComm); });
+    groupDeferInit([c, plan, outDevComm, ticket]() {
+      return buildDevComm(c, plan, outDevComm, ticket);
+    });
     return ncclSuccess;
   }
-  return buildDevComm(c, plan, outDevComm);
+  return buildDevComm(c, plan, outDevComm, ticket);
 }
 
 ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm) {
@@ -159,20 +201,17 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm) {
   Comm* c = asComm(comm);
   if (devComm == nullptr)
     return setError(ncclInvalidArgument, c, "ncclDevCommDestroy: devComm is NULL");
-  DevCommRecord rec;
-  {
-    DevComms& g = devComms();
-    std::lock_guard<std::mutex> lock(g.mu);
-    auto it = g.byWindow.find(devComm->resourceWindow);
-    if (it == g.byWindow.end() || it->second.comm != c)
-      return setError(ncclInvalidArgument, c, "ncclDevCommDestroy: devComm was not made by "
-                      "ncclDevCommCreate on this communicator (or was destroyed already)");
-    rec = it->second;
-    g.byWindow.erase(it);
-  }
+  DevComms& g = devComms();
+  std::lock_guard<std::mutex> lock(g.mu);
+  auto it = g.byWindow.find(devComm->resourceWindow);
+  if (it == g.byWindow.end() || it->second.comm != c)
+    return setError(ncclInvalidArgument, c, "ncclDevCommDestroy: devComm was not made by "
+                    "ncclDevCommCreate on this communicator (or was destroyed already)");
+  const DevCommRecord rec = it->second;
   cudart::DeviceScope scope;
   BRAID_CHECK(scope.enter(rec.device));
   BRAID_CHECK(removeRegistration(c, devComm->resourceWindow, true, "ncclDevCommDestroy"));
+  g.byWindow.erase(it);
   return vmm::memFree(rec.buffer);
 }
 

@@ -66,10 +66,15 @@ bool planDevResources(const ncclDevCommRequirements_t& r, int nRanks, int lsaSiz
   if (r.lsaLLA2ABlockCount > 0)
     return refuse(ncclInvalidUsage, "lsaLLA2ABlockCount: Braid does not offer the LL "
                   "all-to-all buffers (ncclLLA2ASession) yet", code, why);
-  for (const ncclTeamRequirements_t* t = r.teamRequirementsList; t != nullptr; t = t->next)
+  int teams = 0;
+  for (const ncclTeamRequirements_t* t = r.teamRequirementsList; t != nullptr; t = t->next) {
+    if (++teams > 4096)
+      return refuse(ncclInvalidArgument, "teamRequirementsList has more than 4096 entries "
+                    "(a cycle?)", code, why);
     if (t->multimem)
       return refuse(ncclInvalidUsage, "teamRequirementsList: multimem for a team: Braid has "
                     "no multicast memory", code, why);
+  }
 
   size_t at = 0;
   auto place = [&](size_t bytes, size_t align, ncclDevResourceHandle_t* h) {
@@ -103,7 +108,7 @@ bool planDevResources(const ncclDevCommRequirements_t& r, int nRanks, int lsaSiz
       return refuse(ncclInvalidArgument, "resourceRequirementsList entry " +
                     std::to_string(listed - 1) + ": bufferSize " +
                     std::to_string(q->bufferSize) + " is larger than 64 GiB", code, why);
-    DevResourcePlan::Assign a{q, 0};
+    DevResourcePlan::Assign a{q->outBufferHandle, 0};
     place(q->bufferSize, q->bufferAlign, &a.handle);
     out->user.push_back(a);
   }

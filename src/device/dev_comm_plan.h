@@ -21,10 +21,12 @@ struct DevResourcePlan {
   ncclLsaBarrierHandle_t lsaBarrier{0, 0};        ///< lsaBarrierCount barriers
   ncclLsaBarrierHandle_t hybridLsaBarrier{0, 0};  ///< barrierCount (world) barriers
   struct Assign {
-    ncclDevResourceRequirements_t* req;
+    ncclDevResourceHandle_t* out;  ///< the entry's outBufferHandle (may be NULL)
     ncclDevResourceHandle_t handle;
   };
-  std::vector<Assign> user;  ///< resourceRequirementsList, in list order
+  /// resourceRequirementsList, in list order (the entries themselves are not kept: a
+  /// grouped ncclDevCommCreate completes after they may be gone).
+  std::vector<Assign> user;
 };
 
 /// Bytes of the words of n LSA barriers over a team of teamSize (lsa_barrier.h).

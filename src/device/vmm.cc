@@ -228,6 +228,9 @@ ncclResult_t memAlloc(void** ptr, size_t size, int dev) {
   prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, dev};
   if (attribute(dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED) != 0)
     prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  // Network cards may then read and write it directly (as NCCL asks where it can).
+  if (attribute(dev, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED) != 0)
+    prop.allocFlags.gpuDirectRDMACapable = 1;
   size_t g = 0;
   const Driver& d = driver();
   CUresult e = d.cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);

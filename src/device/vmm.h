@@ -38,6 +38,11 @@ struct Reservation {
 
 /// A team's windows mapped into one reserved range (mapFlat); give it back with unmapFlat.
 struct FlatMap {
+  FlatMap() = default;
+  FlatMap(const FlatMap&) = delete;  // one owner: unmapped once
+  FlatMap& operator=(const FlatMap&) = delete;
+  FlatMap(FlatMap&&) = default;
+  FlatMap& operator=(FlatMap&&) = default;
   char* base = nullptr;   ///< lsaFlatBase: peer p's window starts at base + p * stride
   uint32_t stride4G = 0;  ///< the stride in units of 4 GiB
 

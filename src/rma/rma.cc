@@ -488,12 +488,15 @@ ncclResult_t RmaState::wait(const std::vector<ncclWaitSignalDesc_t>& descs) {
   return ncclSuccess;
 }
 
-ncclResult_t rmaExchangeWindow(Comm* comm, Registration* r) {
-  const uint64_t ticket = comm->issue();
+ncclResult_t rmaExchangeWindow(Comm* comm, Registration* r, uint64_t ticket) {
   TurnGuard turn(comm, ticket);
   if (!comm->waitTurn(ticket))
     return setError(ncclInvalidUsage, comm, "ncclCommWindowRegister: the communicator (%s) "
                     "was aborted or revoked", comm->who().c_str());
+  return rmaExchangeWindowInTurn(comm, r);
+}
+
+ncclResult_t rmaExchangeWindowInTurn(Comm* comm, Registration* r) {
   std::lock_guard<std::mutex> lock(comm->execMutex);
   if (!comm->rma) {
     std::unique_ptr<RmaState, RmaStateDeleter> st(new RmaState(comm));

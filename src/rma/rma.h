@@ -39,8 +39,12 @@ enum class RmaKind : uint8_t { kNone = 0, kPutSignal = 1, kSignal = 2, kWaitSign
 
 /// Sets up comm's RMA state if needed and exchanges window `r` with every rank
 /// (collective: every rank calls it, in the same order, for its own window). On return
-/// r->peers holds every rank's address, size and memory kind of the window.
-ncclResult_t rmaExchangeWindow(Comm* comm, Registration* r);
+/// r->peers holds every rank's address, size and memory kind of the window. `ticket`
+/// (comm->issue()) is the exchange's place in the comm's order: taken when the user made
+/// the call, since grouped registrations run concurrently at ncclGroupEnd.
+ncclResult_t rmaExchangeWindow(Comm* comm, Registration* r, uint64_t ticket);
+/// The same for a caller that already holds the comm's turn.
+ncclResult_t rmaExchangeWindowInTurn(Comm* comm, Registration* r);
 
 /// Whether the communicator's RMA state exists (a window was registered).
 bool rmaReady(const Comm* comm);

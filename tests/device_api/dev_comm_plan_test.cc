@@ -69,7 +69,8 @@ TEST(DevCommPlan, BarriersAndUserBuffersAreLaidOutInOrderWithoutOverlap) {
     EXPECT_GE(bAt, aAt + 1000);
     EXPECT_GE(plan.bytes, bAt + 1);
     EXPECT_EQ(plan.bytes % 128, 0u);
-    EXPECT_EQ(plan.user[0].req, &a);
+    EXPECT_EQ(plan.user[0].out, &h1);
+    EXPECT_EQ(plan.user[1].out, &h2);
     EXPECT_EQ(h1, 77u) << "handles are written by ncclDevCommCreate, not by the plan";
   }
 }
@@ -140,6 +141,11 @@ TEST(DevCommPlan, BadArguments) {
   res.bufferAlign = 0;
   res.next = &res;  // a cycle
   expectRefused(r, 2, 2, ncclInvalidArgument, "a cycle?");
+  ncclTeamRequirements_t team{};
+  team.next = &team;
+  r = initReqs();
+  r.teamRequirementsList = &team;
+  expectRefused(r, 2, 2, ncclInvalidArgument, "teamRequirementsList has more than 4096");
 }
 
 }  // namespace

@@ -92,6 +92,23 @@ __global__ void barrierRounds(ncclWindow_t win, int rounds, ncclDevComm devComm,
   }
 }
 
+// ncclFindWindow by a CTA, a warp and one thread (a pointer inside a window, a window's
+// start, a pointer in none), and ncclCoopBcast over a CTA and 8-lane tiles; wrong
+// broadcasts are counted into *bad.
+__global__ void findAndBcast(ncclDevComm devComm, const char* a, const char* b,
+                             ncclWindow_t* found, unsigned* bad) {
+  const ncclWindow_t wa = ncclFindWindow(ncclCoopCta(), devComm, a + 100);
+  const ncclWindow_t wb = ncclFindWindow(ncclCoopWarp(), devComm, b);
+  if (threadIdx.x == 0) {
+    found[0] = wa;
+    found[1] = wb;
+    found[2] = ncclFindWindow(ncclCoopThread(), devComm, reinterpret_cast<void*>(16));
+  }
+  const int v = ncclCoopBcast(ncclCoopCta(), int(threadIdx.x) + 1000, 5);
+  const int t = ncclCoopBcast(ncclCoopTile<8>(), int(threadIdx.x), 3);
+  if (v != 1005 || t != int(threadIdx.x / 8 * 8 + 3)) atomicAdd(bad, 1u);
+}
+
 // Where device code finds each LSA member's part of a window.
 __global__ void lsaPointers(ncclWindow_t win, size_t off, int n, void** out) {
   for (int p = 0; p < n; ++p) out[p] = ncclGetLsaPointer(win, off, p);
@@ -227,6 +244,26 @@ void deviceChecks(int n, int ndev) {
     }
     CHECK(out[n] == out[i], "rank %d: local pointer %p, LSA pointer %p", i, out[n], out[i]);
     CUDA_OK(cudaFree(out));
+  }
+
+  // Windows by address, broadcasts.
+  for (int i = 0; i < n; ++i) {
+    CUDA_OK(cudaSetDevice(devs[size_t(i)]));
+    ncclWindow_t* found = nullptr;
+    unsigned* bad = nullptr;
+    CUDA_OK(cudaMallocManaged(&found, 3 * sizeof(ncclWindow_t)));
+    CUDA_OK(cudaMallocManaged(&bad, sizeof(unsigned)));
+    *bad = 0;
+    findAndBcast<<<1, 128, 0, streams[size_t(i)]>>>(dcs[size_t(i)],
+        reinterpret_cast<const char*>(send[size_t(i)]),
+        reinterpret_cast<const char*>(recv[size_t(i)]), found, bad);
+    CUDA_OK(cudaStreamSynchronize(streams[size_t(i)]));
+    CHECK(found[0] == sendWin[size_t(i)] && found[1] == recvWin[size_t(i)] && found[2] == nullptr,
+          "rank %d: ncclFindWindow gave %p %p %p", i, static_cast<void*>(found[0]),
+          static_cast<void*>(found[1]), static_cast<void*>(found[2]));
+    CHECK(*bad == 0, "rank %d: %u wrong broadcasts", i, *bad);
+    CUDA_OK(cudaFree(found));
+    CUDA_OK(cudaFree(bad));
   }
 
   // All-reduce, three times (barrier epochs carry over between sessions).

@@ -453,6 +453,43 @@ TEST(RmaErrors, WindowsRegisteredInAGroupFromOneThread) {
   }
 }
 
+// Several windows of each communicator registered in one group (nccl-tests registers
+// send and receive buffers so): ncclGroupEnd runs the exchanges concurrently, yet every
+// rank must pair its i-th window with every peer's i-th. Each rank's windows have
+// distinct sizes; a peer's part of window i must be that peer's buffer i, of size i.
+TEST(RmaErrors, GroupedWindowsExchangeInCallOrder) {
+  const int n = 3, kWins = 4;
+  for (int round = 0; round < 10; ++round) {
+    std::vector<ncclComm_t> comms(n);
+    MR_NCCL_OK(ncclCommInitAll(comms.data(), n, nullptr));
+    std::vector<std::vector<std::vector<char>>> bufs(n);
+    std::vector<std::vector<ncclWindow_t>> wins(n, std::vector<ncclWindow_t>(kWins));
+    MR_NCCL_OK(ncclGroupStart());
+    for (int r = 0; r < n; ++r)
+      for (int w = 0; w < kWins; ++w) {
+        bufs[r].emplace_back(size_t(64 * (w + 1)));
+        MR_NCCL_OK(ncclCommWindowRegister(comms[r], bufs[r][w].data(), bufs[r][w].size(),
+                                          &wins[r][w], 0));
+      }
+    MR_NCCL_OK(ncclGroupEnd());
+    for (int r = 0; r < n; ++r)
+      for (int w = 0; w < kWins; ++w)
+        for (int p = 0; p < n; ++p) {
+          void* peer = nullptr;
+          const size_t last = bufs[p][w].size() - 1;
+          ASSERT_EQ(ncclGetPeerDevicePointer(wins[r][w], last, p, &peer), ncclSuccess)
+              << "round " << round << " rank " << r << " window " << w << " peer " << p << ": "
+              << ncclGetLastError(comms[r]);
+          EXPECT_EQ(peer, bufs[p][w].data() + last)
+              << "round " << round << " rank " << r << " window " << w << " peer " << p;
+        }
+    for (int r = 0; r < n; ++r) {
+      for (int w = 0; w < kWins; ++w) MR_NCCL_OK(ncclCommWindowDeregister(comms[r], wins[r][w]));
+      MR_NCCL_OK(ncclCommDestroy(comms[r]));
+    }
+  }
+}
+
 // A rank waiting for signals from a peer that dies gets an error naming it, quickly;
 // a peer that stays alive but never signals gives ncclSystemError at BRAID_TIMEOUT_MS.
 class RmaFault : public ::testing::TestWithParam<Layout> {};
