@@ -29,6 +29,6 @@ if(BRAID_HAVE_CUDA AND TARGET CUDA::cudart)
              COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/gpu/perf_device.sh
                      $<TARGET_FILE:braid_gpu_test> $<TARGET_FILE_DIR:all_reduce_perf>
                      ${CMAKE_CURRENT_LIST_DIR}/perf/run_perf.sh)
-    set_tests_properties(gpu.perf.device_buffers PROPERTIES LABELS gpu TIMEOUT 300)
+    set_tests_properties(gpu.perf.device_buffers PROPERTIES LABELS gpu TIMEOUT 120)
   endif()
 endif()

@@ -199,6 +199,22 @@ class BuildExtension(BuildExtensionNinja):
         return outputs + [bundled] if bundled else outputs
 
 
+def torch_macros():
+    """What differs between the torch releases the backend builds against, read from
+    torch's own headers: the PREMUL_SUM supplement is NCCLPreMulSumSupplement up to
+    torch 2.12 and PreMulSumSupplement in later releases."""
+    types = os.path.join(os.path.dirname(torch.__file__), "include", "torch", "csrc",
+                         "distributed", "c10d", "Types.hpp")
+    try:
+        with open(types) as f:
+            text = f.read()
+    except OSError:
+        return []
+    if re.search(r"struct\s+NCCLPreMulSumSupplement\b", text):
+        return [("BRAID_TORCH_PREMUL_SUPPLEMENT", "NCCLPreMulSumSupplement")]
+    return []
+
+
 sources = [os.path.join("csrc", f) for f in
            ("api.cc", "comm.cc", "work.cc", "process_group.cc", "collectives.cc", "module.cc")]
 Extension = cpp_extension.CUDAExtension if cuda else cpp_extension.CppExtension
@@ -209,7 +225,7 @@ ext = Extension(
     library_dirs=library_dirs,
     libraries=["braid"],
     runtime_library_dirs=runtime_dirs,
-    define_macros=[("BRAID_TORCH_CUDA", "1")] if cuda else [],
+    define_macros=([("BRAID_TORCH_CUDA", "1")] if cuda else []) + torch_macros(),
     # torch's own headers trip -Winterference-size (c10/cuda/CUDAEvent.h) on GCC 12.
     # Hidden visibility, as pybind11 wants for the types it binds. Line tables only
     # (-g1, after Python's -g): full debug info of torch's headers is a quarter of the

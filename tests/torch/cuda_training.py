@@ -124,6 +124,14 @@ def entry(rank, world, backend, mode, store_path, out, want_braid):
 
 def run(world, backend, mode, want_braid=None):
     """Trains on `world` spawned processes; returns rank 0's results."""
+    preload = os.environ.get("BRAID_TEST_PRELOADED")
+    if want_braid and preload:
+        # The spawned ranks inherit os.environ, not the environment this process started
+        # with: some Python setups drop LD_PRELOAD from os.environ at startup (a lent GPU
+        # machine's did: its ranks ran NVIDIA's NCCL 2.28.9). Hand the preload on.
+        os.environ["LD_PRELOAD"] = preload
+    elif want_braid is False:
+        os.environ.pop("LD_PRELOAD", None)
     with tempfile.TemporaryDirectory() as out:
         store = os.path.join(out, "store")
         mp.start_processes(entry, args=(world, backend, mode, store, out, want_braid),

@@ -6,6 +6,11 @@
 // gather every rank's data and fold it locally with torch. Non-contiguous tensors are
 // staged through contiguous copies.
 #include "api.h"
+
+// torch's name for the PREMUL_SUM factor (setup.py reads it from torch's headers).
+#ifndef BRAID_TORCH_PREMUL_SUPPLEMENT
+#define BRAID_TORCH_PREMUL_SUPPLEMENT PreMulSumSupplement
+#endif
 #include "process_group.h"
 
 #include <c10/util/Exception.h>
@@ -70,7 +75,7 @@ Reduction planReduction(const c10d::ReduceOp& op, const at::Tensor& t, const cha
     case RedOpType::MAX: r.op = ncclMax; break;
     case RedOpType::AVG: r.op = ncclAvg; break;
     case RedOpType::PREMUL_SUM: {
-      auto* s = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
+      auto* s = dynamic_cast<c10d::BRAID_TORCH_PREMUL_SUPPLEMENT*>(op.supplement_.get());
       TORCH_CHECK(s != nullptr, "braid: ", call, ": PREMUL_SUM without its factor");
       r.preMulSum = true;
       const auto dtype = real.scalar_type();
@@ -105,7 +110,7 @@ at::Tensor fold(const at::Tensor& g, const c10d::ReduceOp& op, int size) {
                  : s.div(size, "trunc").to(dtype);  // as Braid's integer ncclAvg
     }
     case RedOpType::PREMUL_SUM: {
-      auto* s = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
+      auto* s = dynamic_cast<c10d::BRAID_TORCH_PREMUL_SUPPLEMENT*>(op.supplement_.get());
       double f = s->tensor_factor.defined() ? s->tensor_factor.item<double>() : s->double_factor;
       return g.mul(f).sum(0, false, dtype);
     }

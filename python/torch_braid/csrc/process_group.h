@@ -95,9 +95,11 @@ class ProcessGroupBraid : public c10d::Backend {
   void eagerConnectSingleDevice(at::Device device) override;
   void abort() override;
   void shutdown() override;
-  void suspend() override;
-  void resume() override;
-  std::unordered_map<std::string, uint64_t> getMemoryStats() override;
+  // Virtual in c10d::Backend of newer torch releases only (not 2.11): declared without
+  // `override` so that the backend builds against both; they override where they can.
+  void suspend();
+  void resume();
+  std::unordered_map<std::string, uint64_t> getMemoryStats();
 
  private:
   struct Item {

@@ -26,7 +26,9 @@ class WorkBraid : public c10d::Work {
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   uint64_t getSequencenumber() const override { return seq_; }
-  std::chrono::milliseconds getTimeout() const override { return timeout_; }
+  // Virtual in c10d::Work of some torch releases only (not 2.11): no `override`, so the
+  // backend builds against either.
+  std::chrono::milliseconds getTimeout() const { return timeout_; }
 
   /// CPU: the batch finished (error null) or failed: wait() returns (or throws).
   void finishHost(std::exception_ptr error);
