@@ -1,5 +1,6 @@
 #include "src/device/device_comm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -51,8 +52,10 @@ const DevConn* findConn(Comm* comm, const DevConnRef& ref) {
 
 DeviceComm::~DeviceComm() {
   shutdown(true);
-  for (auto& kv : images_)
-    for (Image& im : kv.second) (void)cudart::deviceFree(im.devMem);
+  for (Arena& a : arenas_) {
+    (void)cudart::deviceFree(a.dev);
+    (void)cudart::hostFree(a.host);
+  }
   for (void* p : scratch_) (void)cudart::deviceFree(p);
   for (void* e : events_) (void)cudart::eventDestroy(e);
   if (lastEvent_) (void)cudart::eventDestroy(lastEvent_);
@@ -74,7 +77,41 @@ ncclResult_t DeviceComm::init() {
   barrier_ = static_cast<uint32_t*>(b);
   BRAID_CHECK(cudart::memsetDevice(barrier_, 0, 4 * sizeof(uint32_t)));
   BRAID_CHECK(cudart::eventCreate(&lastEvent_));
+  char* h = nullptr;
+  char* d = nullptr;
+  BRAID_CHECK(carve(0, &h, &d));  // the first arena, while the ranks are still setting up
   warnSharedGpu();
+  return ncclSuccess;
+}
+
+ncclResult_t DeviceComm::carve(size_t bytes, char** host, char** dev) {
+  bytes = (bytes + 15) & ~size_t(15);
+  if (arenas_.empty() || arenas_.back().bytes - arenas_.back().used < bytes) {
+    Arena a;
+    a.bytes = std::max(kArenaBytes, bytes);
+    if (!arenas_.empty()) {
+      a.bytes = std::max(a.bytes, 2 * arenas_.back().bytes);
+      BRAID_INFO(kLogAlloc, "%s: device plan arena %zu full; a new one of %zu bytes",
+                 comm_->who().c_str(), arenas_.size(), a.bytes);
+    }
+    cudart::CaptureRelaxed relaxed;
+    void* d = nullptr;
+    BRAID_CHECK(cudart::deviceAlloc(&d, a.bytes, "device plan arena"));
+    void* h = nullptr;
+    void* mapped = nullptr;
+    ncclResult_t r = cudart::hostAllocMapped(&h, &mapped, a.bytes);
+    if (r != ncclSuccess) {
+      (void)cudart::deviceFree(d);
+      return r;
+    }
+    a.dev = static_cast<char*>(d);
+    a.host = static_cast<char*>(h);
+    arenas_.push_back(a);
+  }
+  Arena& a = arenas_.back();
+  *host = a.host + a.used;
+  *dev = a.dev + a.used;
+  a.used += bytes;
   return ncclSuccess;
 }
 
@@ -130,23 +167,16 @@ ncclResult_t DeviceComm::image(const DevPlan& dp, const char* algorithm,
   Image im;
   im.key = std::move(key);
   const size_t bytes = DevPlanImage::bytesFor(dp);
-  im.staging.reset(static_cast<char*>(std::aligned_alloc(16, (bytes + 15) & ~size_t(15))));
-  if (!im.staging)
-    return setError(ncclSystemError, comm_, "%s: out of host memory for a device plan (%zu "
-                    "bytes)", comm_->who().c_str(), bytes);
-  void* dev = nullptr;
+  char* staging = nullptr;
+  char* dev = nullptr;
+  BRAID_CHECK(carve(bytes, &staging, &dev));
+  im.hostView = DevPlanImage::write(dp, conns.data(), staging, dev);
   {
+    // From pinned memory: a DMA on the setup stream, which waits for nothing else.
     cudart::CaptureRelaxed relaxed;
-    BRAID_CHECK(cudart::deviceAlloc(&dev, bytes, "device plan image"));
-    im.devMem = dev;
-    im.hostView = DevPlanImage::write(dp, conns.data(), im.staging.get(), dev);
-    ncclResult_t r = cudart::copyToDevice(dev, im.staging.get(), bytes);
-    if (r != ncclSuccess) {
-      (void)cudart::deviceFree(dev);
-      return r;
-    }
+    BRAID_CHECK(cudart::copyToDevice(dev, staging, bytes));
   }
-  im.dev = static_cast<const DevPlanImage*>(dev);
+  im.dev = reinterpret_cast<const DevPlanImage*>(dev);
   *out = im.dev;
   *host = im.hostView;
   bucket.push_back(std::move(im));

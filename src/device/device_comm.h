@@ -70,16 +70,25 @@ class DeviceComm {
   void shutdown(bool abort);
 
  private:
-  struct FreeDeleter {
-    void operator()(char* p) const { std::free(p); }
-  };
   struct Image {
     std::vector<char> key;  ///< the compiled plan's bytes (programs, steps, conn refs)
-    std::unique_ptr<char, FreeDeleter> staging;  ///< host copy (header read by the host)
-    void* devMem = nullptr;                      ///< device memory holding the image
-    const DevPlanImage* hostView = nullptr;      ///< = staging
-    const DevPlanImage* dev = nullptr;           ///< = devMem
+    const DevPlanImage* hostView = nullptr;  ///< its pinned host copy (header read by the host)
+    const DevPlanImage* dev = nullptr;       ///< the copy kernels read (device memory)
   };
+  /// Plan images are carved from arenas, device memory with a pinned host twin of the
+  /// same size, made at init (and, rarely, when one fills up): no cudaMalloc and no
+  /// copy from pageable memory while kernels run. Either may wait for every kernel of
+  /// the context (device page tables), and a kernel of a thread rank of this process
+  /// waiting for this rank's launch would then never end.
+  struct Arena {
+    char* dev = nullptr;
+    char* host = nullptr;
+    size_t bytes = 0;
+    size_t used = 0;
+  };
+  static constexpr size_t kArenaBytes = 1 << 20;
+  /// `bytes` (16-aligned) of the current arena, or of a new one if it is full.
+  ncclResult_t carve(size_t bytes, char** host, char** dev);
   /// Warns (once per comm) when ranks of other processes share this comm's GPU.
   void warnSharedGpu() const;
   void startWatchdog();
@@ -94,6 +103,7 @@ class DeviceComm {
   uint32_t* barrier_ = nullptr;       ///< device memory, 4 words
   std::unordered_map<uint64_t, std::vector<Image>> images_;  ///< by hash of the key
   size_t imageCount_ = 0;
+  std::vector<Arena> arenas_;         ///< the last is the current one
   std::vector<void*> scratch_;        ///< the last is the current one
   size_t scratchBytes_ = 0;
   void* lastEvent_ = nullptr;         ///< recorded after each launch
