@@ -28,8 +28,11 @@ struct DevWork {
   const char* send = nullptr;
   char* recv = nullptr;
   char* scratch = nullptr;   ///< Plan::scratchElems elements of device memory
-  const void* scalarPtr = nullptr;
-  uint64_t scalarBits = 0;
+  /// The PreMulSum scalar, as scalarMode says: its bits (one element) or its address.
+  union {
+    uint64_t scalarBits = 0;
+    const void* scalarPtr;
+  };
   uint32_t nranks = 1;       ///< Avg divides by this (with kPostOp)
   uint8_t scalarMode = kDevScalarNone;
   uint8_t avg = 0;           ///< the op is ncclAvg
@@ -50,10 +53,14 @@ struct DevControl {
   uint64_t progress;    ///< bumped as slices move: the watchdog's sign of life
 };
 
+static_assert(sizeof(DevWork) == 56, "DevWork: 56 bytes (see DevLaunch::kMaxWorks)");
+
 struct DevLaunch {
-  /// Works per launch: DevLaunch is a kernel parameter (64 bytes per work; CUDA 12.1+
-  /// takes up to 32 KiB of parameters on Volta and later).
-  static constexpr int kMaxWorks = 96;
+  /// Works per launch. DevLaunch is the kernel's parameter block, kept within 4 KiB:
+  /// the parameters travel with every launch (72 works of 56 bytes and the header). A
+  /// stage is at most kMaxBlocks wide, one block per work at least, so 72 works hold
+  /// any stage; a longer group takes several launches.
+  static constexpr int kMaxWorks = 72;
   static constexpr int kMaxBlocks = 64;
   DevWork works[kMaxWorks];
   uint32_t nWorks = 0;
@@ -63,5 +70,6 @@ struct DevLaunch {
   /// barrier's arrival count and generation, and the count of blocks finished.
   uint32_t* barrier = nullptr;
 };
+static_assert(sizeof(DevLaunch) <= 4096, "the kernel's parameters: at most 4 KiB");
 
 }  // namespace braid

@@ -83,8 +83,8 @@ bool EmuLaunch::build(Fabric* fabric, int rank, size_t typeSize, const std::vect
     dw.recv = static_cast<char*>(ew.recv);
     dw.scratch = static_cast<char*>(ew.scratch);
     dw.scalarMode = ew.scalarMode;
-    dw.scalarBits = ew.scalarBits;
-    dw.scalarPtr = ew.scalarPtr;
+    if (ew.scalarMode == kDevScalarPointer) dw.scalarPtr = ew.scalarPtr;
+    else dw.scalarBits = ew.scalarBits;
     dw.nranks = uint32_t(ew.nranks);
     dw.avg = ew.avg ? 1 : 0;
     dw.firstBlock = ew.firstBlock;
