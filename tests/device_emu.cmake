@@ -1,7 +1,8 @@
 # The CUDA executor's data path, tested on the host: DevPlan compilation, the device
 # reduction functors against the host Reducer, and every collective run through the
-# kernel's interpreter (emulateDevBlock: one host thread per CUDA block) over host-memory
-# FIFOs, compared byte for byte with the host executor. No GPU needed.
+# kernel's interpreter (emulateDevBlock: a CUDA block as 4 host threads sharing its
+# shared memory and barrier, BRAID_EMU_BLOCK_THREADS) over host-memory FIFOs, compared
+# byte for byte with the host executor. No GPU needed.
 # Run: ctest -L device   (also labelled multirank, so the sanitizer runs include it)
 file(GLOB BRAID_DEVICE_EMU_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/device_emu/*.cc)
 add_executable(braid_device_emu_test ${BRAID_DEVICE_EMU_SOURCES})

@@ -24,10 +24,12 @@ ncclResult_t preloadDevKernels();
 ncclResult_t launchDevKernel(const DevLaunch& l, ncclDataType_t type, DevRed red,
                              cudaStream_t s);
 
-/// Host emulation: runs block `block` of launch l to its end on the calling thread,
-/// with the same interpreter the kernel uses (one thread per block). All blocks of a
-/// launch must run concurrently (one thread each), as on the GPU. Returns false if the
-/// launch gave up (abort flag or a closed FIFO).
-bool emulateDevBlock(const DevLaunch& l, uint32_t block, ncclDataType_t type, DevRed red);
+/// Host emulation: runs block `block` of launch l to its end with the same interpreter
+/// the kernel uses, as `threads` threads of one block (the calling thread is thread 0,
+/// the others are started and joined here). All blocks of a launch must run
+/// concurrently, as on the GPU. Returns false if the launch gave up (abort flag or a
+/// closed FIFO) or the block's threads disagreed.
+bool emulateDevBlock(const DevLaunch& l, uint32_t block, ncclDataType_t type, DevRed red,
+                     int threads = 1);
 
 }  // namespace braid

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <new>
 #include <thread>
 
@@ -95,17 +96,25 @@ bool EmuLaunch::build(Fabric* fabric, int rank, size_t typeSize, const std::vect
   return true;
 }
 
-std::vector<bool> runAll(std::vector<EmuLaunch*> launches, ncclDataType_t type, DevRed red) {
+int blockThreads() {
+  const char* v = std::getenv("BRAID_EMU_BLOCK_THREADS");
+  const int n = v != nullptr ? std::atoi(v) : 4;
+  return n >= 1 ? n : 1;
+}
+
+std::vector<bool> runAll(std::vector<EmuLaunch*> launches, ncclDataType_t type, DevRed red,
+                         int threads) {
+  if (threads <= 0) threads = blockThreads();
   std::vector<std::vector<char>> ok(launches.size());
-  std::vector<std::thread> threads;
+  std::vector<std::thread> blocks;
   std::atomic<size_t> running{0};
   for (size_t r = 0; r < launches.size(); ++r) {
     const DevLaunch& l = launches[r]->launch();
     ok[r].assign(l.nBlocks, 0);
     for (uint32_t b = 0; b < l.nBlocks; ++b) {
       ++running;
-      threads.emplace_back([&, r, b] {
-        ok[r][b] = emulateDevBlock(launches[r]->launch(), b, type, red);
+      blocks.emplace_back([&, r, b] {
+        ok[r][b] = emulateDevBlock(launches[r]->launch(), b, type, red, threads);
         --running;
       });
     }
@@ -122,7 +131,7 @@ std::vector<bool> runAll(std::vector<EmuLaunch*> launches, ncclDataType_t type, 
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  for (auto& t : threads) t.join();
+  for (auto& t : blocks) t.join();
   std::vector<bool> res(launches.size(), true);
   for (size_t r = 0; r < launches.size(); ++r)
     for (char v : ok[r]) res[r] = res[r] && v;

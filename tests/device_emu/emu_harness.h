@@ -96,9 +96,15 @@ class EmuLaunch {
   uint32_t barrier_[2] = {0, 0};
 };
 
-/// Runs every block of every launch, each on its own thread; returns each rank's
-/// result (true: every block of the rank finished).
-std::vector<bool> runAll(std::vector<EmuLaunch*> launches, ncclDataType_t type, DevRed red);
+/// Threads per emulated block in runAll: BRAID_EMU_BLOCK_THREADS, 4 by default (thread 0
+/// waits and posts, all threads move data, as on the GPU; 1 runs the block alone).
+int blockThreads();
+
+/// Runs every block of every launch concurrently, each as blockThreads() threads (or
+/// `threads` when given); returns each rank's result (true: every block of the rank
+/// finished, its threads agreeing).
+std::vector<bool> runAll(std::vector<EmuLaunch*> launches, ncclDataType_t type, DevRed red,
+                         int threads = 0);
 
 /// The host executor's view of a Fabric (host FifoSender / FifoReceiver ends) for one
 /// rank: for running some ranks with PlanRun next to emulated ones.
