@@ -19,8 +19,8 @@
 #include "src/device/device_comm.h"
 #include "src/device/window_table.h"
 #include "src/diag/flight_recorder.h"
+#include "src/os/shm_segment.h"
 #include "transports/collnet/collnet_state.h"
-#include "transports/shm/shm_transport.h"
 
 namespace braid {
 
@@ -83,8 +83,13 @@ void Comm::releaseResources() {
   sends.clear();
   recvs.clear();
   // Segments a peer of this machine created and died before its partner mapped them.
-  if (!peers.empty() && size_t(rank) < peers.size())
-    removeDeadPeerSegments(commHash, peers, peers[size_t(rank)].machineHash);
+  if (!peers.empty() && size_t(rank) < peers.size()) {
+    std::vector<SegmentOwner> owners;
+    for (const PeerInfo& p : peers)
+      if (p.machineHash == peers[size_t(rank)].machineHash)
+        owners.push_back({p.pid, p.rank, p.pidNamespace});
+    removeDeadOwnersSegments(commHash, owners);
+  }
   collnet.reset();  // after the ends that point at its ports
   board.reset();
   bootstrap.reset();

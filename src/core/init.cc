@@ -24,8 +24,8 @@
 #include "src/core/group.h"
 #include "src/core/init.h"
 #include "src/core/machine.h"
+#include "src/os/process.h"
 #include "transports/collnet/collnet_state.h"
-#include "transports/shm/shm_transport.h"
 
 namespace braid {
 namespace {

@@ -1,8 +1,6 @@
 #include "src/exec/board.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,7 +14,8 @@
 
 #include "src/config/log.h"
 #include "src/core/comm.h"
-#include "transports/shm/shm_transport.h"
+#include "src/os/process.h"
+#include "src/os/shm_segment.h"
 
 namespace braid {
 namespace {
@@ -54,21 +53,20 @@ std::map<std::string, Mapping>& mappings() {
   return *m;
 }
 
-/// Maps segment `name` (fd: open, or -1 to open it here), or takes this process's
-/// mapping of it. Closes fd. MAP_FAILED on failure.
-void* mapBoard(const std::string& name, int fd, size_t bytes) {
+/// This process's mapping of segment `name`: the one another rank of the process made,
+/// else `created` (the creator's own mapping, or null: mapped here by name). An unused
+/// `created` is unmapped. MAP_FAILED on failure.
+void* mapBoard(const std::string& name, void* created, size_t bytes) {
   std::lock_guard<std::mutex> lock(mappingsMu());
   auto it = mappings().find(name);
   if (it != mappings().end()) {
-    if (fd >= 0) close(fd);
+    if (created) munmap(created, bytes);
     ++it->second.users;
     return it->second.base;
   }
-  if (fd < 0) fd = shm_open(name.c_str(), O_RDWR, 0600);
-  if (fd < 0) return MAP_FAILED;
-  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (base != MAP_FAILED) mappings()[name] = Mapping{base, bytes, 1};
+  void* base = created;
+  if (!base && openSegment(name.c_str(), bytes, false, &base) != 0) return MAP_FAILED;
+  mappings()[name] = Mapping{base, bytes, 1};
   return base;
 }
 
@@ -103,28 +101,23 @@ ncclResult_t Board::setup(Comm* comm, uint64_t inlineBytes, uint64_t copyMaxByte
   mine.probeAddr = uint64_t(reinterpret_cast<uintptr_t>(&kProbeWord));
   mine.processHash = comm->peers[size_t(me)].processHash;
   mine.startTime = processStartTime(getpid());
-  int fd = -1;
+  void* created = nullptr;
   if (me == 0) {
     std::random_device rd;
     // Named like the shm transport's segments, so a survivor's cleanup finds it if we die
-    // before unlinking it (removeDeadPeerSegments).
+    // before unlinking it (removeDeadOwnersSegments).
     std::snprintf(mine.name, sizeof mine.name, "/braid-%d-%016llx-r0-board-%08x", int(getpid()),
                   static_cast<unsigned long long>(comm->commHash), unsigned(rd()));
-    fd = shm_open(mine.name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd >= 0 && ftruncate(fd, off_t(b->bytes_)) != 0) {
-      close(fd);
-      shm_unlink(mine.name);
-      fd = -1;
-    }
-    if (fd < 0)
+    const int err = createSegment(mine.name, b->bytes_, false, &created);
+    if (err)
       BRAID_WARN("%s: could not create the flag board %s (%s); collectives use the FIFOs",
-                 comm->who().c_str(), mine.name, std::strerror(errno));
-    mine.ok = fd >= 0;
+                 comm->who().c_str(), mine.name, std::strerror(err));
+    mine.ok = err == 0;
   }
   ncclResult_t r = comm->bootstrap->allGather(recs.data(), sizeof(SetupRecord));
   if (r != ncclSuccess) {
-    if (fd >= 0) {
-      close(fd);
+    if (created) {
+      munmap(created, b->bytes_);
       shm_unlink(mine.name);
     }
     return r;
@@ -133,7 +126,7 @@ ncclResult_t Board::setup(Comm* comm, uint64_t inlineBytes, uint64_t copyMaxByte
   char name[sizeof mine.name];
   std::memcpy(name, recs[0].name, sizeof name);
   name[sizeof name - 1] = '\0';
-  void* base = mapBoard(name, fd, b->bytes_);
+  void* base = mapBoard(name, created, b->bytes_);
   // Which peers share our address space, and whether we can read the others'.
   b->pids_.assign(size_t(n), 0);
   b->starts_.assign(size_t(n), 0);
@@ -211,21 +204,7 @@ int Board::read(int r, void* dst, uint64_t remote, uint64_t n) const {
     std::memcpy(dst, reinterpret_cast<const void*>(uintptr_t(remote)), size_t(n));
     return 0;
   }
-  auto* d = static_cast<char*>(dst);
-  while (n > 0) {
-    struct iovec local = {d, size_t(n)};
-    struct iovec rem = {reinterpret_cast<void*>(uintptr_t(remote)), size_t(n)};
-    const ssize_t got = process_vm_readv(pids_[size_t(r)], &local, 1, &rem, 1, 0);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (got == 0) return EFAULT;
-    d += got;
-    remote += uint64_t(got);
-    n -= uint64_t(got);
-  }
-  return 0;
+  return readProcessMemory(pids_[size_t(r)], remote, dst, n);
 }
 
 }  // namespace braid

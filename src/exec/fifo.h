@@ -39,11 +39,11 @@
 
 #include <errno.h>
 #include <sys/types.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "src/exec/call_tag.h"
 #include "src/exec/wake.h"
+#include "src/os/process.h"
 
 namespace braid {
 
@@ -283,20 +283,7 @@ class FifoReceiver {
   /// Copies n bytes at `src` (a pointer peek() returned for a remote entry; pin it
   /// first) into dst. Returns 0, or the errno of process_vm_readv.
   int pullRemote(char* dst, const char* src, uint64_t n) const {
-    while (n > 0) {
-      struct iovec local = {dst, size_t(n)};
-      struct iovec remote = {const_cast<char*>(src), size_t(n)};
-      ssize_t got = process_vm_readv(remotePid_, &local, 1, &remote, 1, 0);
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        return errno;
-      }
-      if (got == 0) return EFAULT;
-      dst += got;
-      src += got;
-      n -= uint64_t(got);
-    }
-    return 0;
+    return readProcessMemory(remotePid_, uint64_t(uintptr_t(src)), dst, n);
   }
 
  private:

@@ -2,11 +2,9 @@
 // agent) and the execution of put / signal / wait. See rma.h for the design.
 #include "src/rma/rma.h"
 
-#include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,9 +23,10 @@
 #include "src/core/registration.h"
 #include "src/device/cuda_rt.h"
 #include "src/net/socket.h"
+#include "src/os/process.h"
+#include "src/os/shm_segment.h"
 #include "src/reduce/reducer.h"
 #include "src/rma/rma_agent.h"
-#include "transports/shm/shm_transport.h"
 
 namespace braid {
 
@@ -161,19 +160,13 @@ ncclResult_t RmaState::setup() {
     char name[96];
     std::snprintf(name, sizeof name, "/braid-rma-%d-%016llx-r%d-%08x", int(getpid()),
                   static_cast<unsigned long long>(comm->commHash), me, unsigned(token));
-    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0)
-      return setError(ncclSystemError, comm, "ncclCommWindowRegister: shm_open(%s) for the "
-                      "signal counters failed: %s", name, std::strerror(errno));
+    void* p = nullptr;
+    const int err = createSegment(name, sigBytes, false, &p);
+    if (err)
+      return setError(ncclSystemError, comm, "ncclCommWindowRegister: creating and mapping "
+                      "%zu bytes of signal counters (%s) failed: %s", sigBytes, name,
+                      std::strerror(err));
     shmName = name;
-    void* p = MAP_FAILED;
-    if (ftruncate(fd, off_t(sigBytes)) == 0)
-      p = mmap(nullptr, sigBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    const int err = errno;
-    close(fd);
-    if (p == MAP_FAILED)
-      return setError(ncclSystemError, comm, "ncclCommWindowRegister: mapping %zu bytes of "
-                      "signal counters (%s) failed: %s", sigBytes, name, std::strerror(err));
     sigBase = p;
     sigIsShm = true;
   } else {
@@ -226,23 +219,20 @@ ncclResult_t RmaState::setup() {
     // Same host: test-read the peer's token (process_vm_readv needs the same ptrace
     // permission as the writes), then map its counters.
     uint64_t seen = 0;
-    struct iovec local = {&seen, sizeof seen};
-    struct iovec remote = {reinterpret_cast<void*>(o.tokenAddr), sizeof seen};
-    if (process_vm_readv(o.pid, &local, 1, &remote, 1, 0) != ssize_t(sizeof seen) ||
-        seen != o.token) {
+    const int readErr = readProcessMemory(o.pid, o.tokenAddr, &seen, sizeof seen);
+    if (readErr != 0 || seen != o.token) {
       BRAID_INFO(kLogShm, "rma: rank %d cannot write into rank %d (pid %d) directly (%s): "
-                 "puts go through its agent", me, q, int(o.pid), std::strerror(errno));
+                 "puts go through its agent", me, q, int(o.pid),
+                 readErr ? std::strerror(readErr) : "its token differs");
       continue;
     }
-    int fd = shm_open(o.shmName, O_RDWR, 0);
-    if (fd < 0) {
-      BRAID_INFO(kLogShm, "rma: shm_open(%s) of rank %d failed (%s): puts go through its agent",
-                 o.shmName, q, std::strerror(errno));
+    void* base = nullptr;
+    const int mapErr = openSegment(o.shmName, sigBytes, false, &base);
+    if (mapErr != 0) {
+      BRAID_INFO(kLogShm, "rma: mapping %s of rank %d failed (%s): puts go through its agent",
+                 o.shmName, q, std::strerror(mapErr));
       continue;
     }
-    void* base = mmap(nullptr, sigBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (base == MAP_FAILED) continue;
     l.shmBase = base;
     l.shmBytes = sigBytes;
     l.sig = counterAt(base, me);
@@ -324,21 +314,8 @@ ncclResult_t RmaState::agentPut(int peer, uint64_t addr, const void* src, size_t
 ncclResult_t RmaState::cmaWrite(int peer, uint64_t addr, const void* src, size_t bytes,
                                 MemKind srcKind) {
   const pid_t pid = links[size_t(peer)].pid;
-  auto write = [&](const char* from, uint64_t to, size_t n) -> int {
-    while (n > 0) {
-      struct iovec local = {const_cast<char*>(from), n};
-      struct iovec remote = {reinterpret_cast<void*>(to), n};
-      ssize_t put = process_vm_writev(pid, &local, 1, &remote, 1, 0);
-      if (put < 0) {
-        if (errno == EINTR) continue;
-        return errno;
-      }
-      if (put == 0) return EFAULT;
-      from += put;
-      to += uint64_t(put);
-      n -= size_t(put);
-    }
-    return 0;
+  auto write = [pid](const char* from, uint64_t to, size_t n) {
+    return writeProcessMemory(pid, to, from, n);
   };
   int err = 0;
   if (srcKind == MemKind::kHost) {

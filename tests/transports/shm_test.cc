@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "tests/transports/transport_test_util.h"
+#include "src/os/process.h"
 #include "transports/shm/shm_transport.h"
 
 namespace braid {

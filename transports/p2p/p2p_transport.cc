@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "src/core/error.h"
-#include "transports/shm/shm_transport.h"
+#include "src/os/process.h"
 
 namespace braid {
 

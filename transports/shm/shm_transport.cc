@@ -2,12 +2,8 @@
 // connection. See shm_transport.h for the segment layout and the unlink rule.
 #include "transports/shm/shm_transport.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,98 +17,13 @@
 
 #include "src/config/params.h"
 #include "src/core/error.h"
+#include "src/os/process.h"
+#include "src/os/shm_segment.h"
 #include "transports/p2p/p2p_transport.h"
 #include "transports/transport.h"
 
 namespace braid {
 
-namespace {
-
-/// Reads /proc/<pid>/stat into buf; returns the text after the command name (whose
-/// closing ')' is the last one: the name may hold spaces and ')'), or nullptr.
-const char* readProcStat(pid_t pid, char (&buf)[1024]) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
-  FILE* f = std::fopen(path, "r");
-  if (!f) return nullptr;
-  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[n] = '\0';
-  const char* p = std::strrchr(buf, ')');
-  return p ? p + 1 : nullptr;
-}
-
-/// State letter of /proc/<pid>/stat ('R', 'S', 'Z', ...), or 0 if unknown.
-char processState(pid_t pid) {
-  char buf[1024];
-  const char* p = readProcStat(pid, buf);
-  if (!p) return 0;
-  while (*p == ' ') ++p;
-  return *p;
-}
-
-}  // namespace
-
-uint64_t processStartTime(pid_t pid) {
-  char buf[1024];
-  const char* p = readProcStat(pid, buf);
-  if (!p) return 0;
-  // Fields after the name: state is field 3, starttime field 22.
-  for (int field = 3; field < 22; ++field) {
-    while (*p == ' ') ++p;
-    while (*p && *p != ' ') ++p;
-    if (!*p) return 0;
-  }
-  return std::strtoull(p, nullptr, 10);
-}
-
-uint64_t pidNamespace() {
-  struct stat st;
-  if (::stat("/proc/self/ns/pid", &st) != 0) return 0;
-  return uint64_t(st.st_ino);
-}
-
-bool processAlive(pid_t pid, uint64_t startTime) {
-  if (pid <= 0) return true;  // unknown: cannot tell
-  if (kill(pid, 0) != 0 && errno != EPERM) return false;
-  char st = processState(pid);
-  if (st == 'Z' || st == 'X' || st == 'x') return false;  // exited, not yet reaped
-  if (startTime != 0) {
-    uint64_t now = processStartTime(pid);
-    if (now != 0 && now != startTime) return false;  // pid reused by another process
-  }
-  return true;
-}
-
-int removeDeadPeerSegments(uint64_t commHash, const std::vector<PeerInfo>& peers,
-                           uint64_t myMachineHash) {
-  std::vector<std::string> prefixes;
-  const uint64_t ns = pidNamespace();
-  for (const PeerInfo& p : peers) {
-    if (p.machineHash != myMachineHash || p.pid <= 0 || p.pid == int(getpid())) continue;
-    if (ns == 0 || p.pidNamespace != ns) continue;  // its pid means nothing here
-    if (processAlive(pid_t(p.pid), 0)) continue;
-    char prefix[64];
-    std::snprintf(prefix, sizeof prefix, "braid-%d-%016llx-r%d-", p.pid,
-                  (unsigned long long)commHash, p.rank);
-    prefixes.push_back(prefix);
-  }
-  if (prefixes.empty()) return 0;
-  int removed = 0;
-  DIR* d = opendir("/dev/shm");
-  if (!d) return 0;
-  std::vector<std::string> names;
-  while (dirent* e = readdir(d))
-    for (const std::string& pre : prefixes)
-      if (std::strncmp(e->d_name, pre.c_str(), pre.size()) == 0) names.push_back(e->d_name);
-  closedir(d);
-  for (const std::string& n : names)
-    if (shm_unlink(("/" + n).c_str()) == 0) {
-      ++removed;
-      BRAID_INFO(kLogShm, "shm: removed %s, left by a peer that died", n.c_str());
-    }
-  return removed;
-}
 
 namespace {
 
@@ -245,37 +156,23 @@ class ShmTransport : public Transport {
                       "shm transport: FIFO geometry %u slots x %llu bytes is empty",
                       g.nslots, (unsigned long long)g.slotBytes);
     const size_t size = segmentBytes(g.nslots, g.slotBytes);
+    // The pages are reserved now: a full /dev/shm then fails here with ENOSPC instead
+    // of SIGBUS on first touch.
     std::string name;
-    int fd = -1;
-    for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
+    void* base = nullptr;
+    int err = EEXIST;
+    for (int attempt = 0; attempt < 8 && err == EEXIST; ++attempt) {
       name = uniqueName(ctx);
-      fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-      if (fd < 0 && errno != EEXIST) break;
+      err = createSegment(name.c_str(), size, true, &base);
     }
-    if (fd < 0)
+    if (err)
       return setError(ncclSystemError, nullptr,
-                      "shm transport: shm_open(%s) for the connection from rank %d failed: %s",
-                      name.c_str(), peer, std::strerror(errno));
-    // Reserve the pages now: a full /dev/shm then fails here with ENOSPC instead of
-    // SIGBUS on first touch.
-    int err = 0;
-    if (ftruncate(fd, off_t(size)) != 0) err = errno;
-    if (!err) err = posix_fallocate(fd, 0, off_t(size));
-    void* base = MAP_FAILED;
-    if (!err) {
-      base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (base == MAP_FAILED) err = errno;
-    }
-    close(fd);
-    if (err) {
-      shm_unlink(name.c_str());
-      return setError(ncclSystemError, nullptr,
-                      "shm transport: cannot size/map %zu bytes of %s for rank %d: %s%s", size,
-                      name.c_str(), peer, std::strerror(err),
+                      "shm transport: cannot create, size or map %zu bytes of %s for the "
+                      "connection from rank %d: %s%s", size, name.c_str(), peer,
+                      std::strerror(err),
                       err == ENOSPC ? " (/dev/shm is full or too small; enlarge it or set "
                                       "NCCL_SHM_DISABLE=1)"
                                     : "");
-    }
     FifoLayout::init(base, g.nslots, g.slotBytes);
     auto res = std::make_unique<ShmResource>(base, size, name, peer);
     new (res->trailer()) ShmTrailer();
@@ -323,28 +220,16 @@ class ShmTransport : public Transport {
     if (d.size != segmentBytes(d.nslots, d.slotBytes))
       return setError(ncclInternalError, nullptr,
                       "shm transport: descriptor from rank %d has an inconsistent size", peer);
-    int fd = shm_open(d.name, O_RDWR, 0600);
-    if (fd < 0)
-      return setError(ncclSystemError, nullptr,
-                      "shm transport: shm_open(%s) of rank %d (pid %d) failed: %s%s", d.name,
-                      peer, int(d.creatorPid), std::strerror(errno),
-                      errno == ENOENT ? " (is rank on another host or in another /dev/shm "
-                                        "namespace? set NCCL_HOSTID or NCCL_SHM_DISABLE=1)"
-                                      : "");
-    struct stat st;
-    int err = 0;
-    if (fstat(fd, &st) != 0) err = errno;
-    else if (uint64_t(st.st_size) != d.size) err = EINVAL;
-    void* base = MAP_FAILED;
-    if (!err) {
-      base = mmap(nullptr, d.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (base == MAP_FAILED) err = errno;
-    }
-    close(fd);
+    void* base = nullptr;
+    const int err = openSegment(d.name, size_t(d.size), true, &base);
     if (err)
       return setError(ncclSystemError, nullptr,
-                      "shm transport: cannot map %s of rank %d (%llu bytes): %s", d.name, peer,
-                      (unsigned long long)d.size, std::strerror(err));
+                      "shm transport: cannot map %s of rank %d (pid %d, %llu bytes): %s%s",
+                      d.name, peer, int(d.creatorPid), (unsigned long long)d.size,
+                      std::strerror(err),
+                      err == ENOENT ? " (is rank on another host or in another /dev/shm "
+                                      "namespace? set NCCL_HOSTID or NCCL_SHM_DISABLE=1)"
+                                    : "");
     // Both sides have mapped it now: the name is no longer needed.
     if (shm_unlink(d.name) != 0 && errno != ENOENT)
       BRAID_WARN("shm: shm_unlink(%s) failed: %s", d.name, std::strerror(errno));

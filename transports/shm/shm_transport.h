@@ -49,25 +49,4 @@ struct ShmTrailer {
   std::atomic<uint32_t> cma;
 };
 
-/// Start time of a process (clock ticks since boot, /proc/<pid>/stat field 22), or 0
-/// if unknown. Distinguishes a process from a later one that reuses its pid.
-uint64_t processStartTime(pid_t pid);
-
-/// Identity of this process's pid namespace (inode of /proc/self/ns/pid), 0 if unknown.
-/// Pids of peers in another namespace (containers sharing /dev/shm) mean nothing here.
-uint64_t pidNamespace();
-
-/// Whether process `pid` still runs: it exists (kill(pid, 0) succeeds or says EPERM),
-/// is not a zombie, and, if startTime != 0, is the same process that had that start
-/// time.
-bool processAlive(pid_t pid, uint64_t startTime);
-
-/// Removes the shared-memory segments of communicator `commHash` that peers of this
-/// machine created and can no longer remove because they died (a segment is created by
-/// its receiver and unlinked once the sender has mapped it: a receiver killed before
-/// that leaves it behind). Only segments named for dead processes are touched. Returns
-/// how many were removed.
-int removeDeadPeerSegments(uint64_t commHash, const std::vector<PeerInfo>& peers,
-                           uint64_t myMachineHash);
-
 }  // namespace braid
