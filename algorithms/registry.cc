@@ -4,7 +4,7 @@
 
 #include "algorithms/builders.h"
 #include "src/config/log.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 
 namespace braid {
 

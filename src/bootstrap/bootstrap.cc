@@ -26,7 +26,7 @@
 #include "src/bootstrap/wire.h"
 #include "src/bootstrap/wire_check.h"
 #include "src/config/params.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/net/socket.h"
 
 namespace braid {

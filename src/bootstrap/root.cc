@@ -16,7 +16,7 @@
 #include "src/bootstrap/wire.h"
 #include "src/bootstrap/wire_check.h"
 #include "src/config/log.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 
 namespace braid {
 namespace {

@@ -14,7 +14,7 @@
 #include "src/bootstrap/unique_id.h"
 #include "src/bootstrap/wire.h"
 #include "src/config/params.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/net/socket.h"
 
 namespace braid {

@@ -25,7 +25,7 @@
 #include "nccl.h"
 #include "src/config/log.h"
 #include "src/config/params.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 
 using namespace braid;
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/core/group.h"
 #include "src/core/host_stream.h"
 #include "src/device/cuda_rt.h"

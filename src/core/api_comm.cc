@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/device/device_comm.h"
 #include "src/diag/flight_recorder.h"
 

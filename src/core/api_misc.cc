@@ -9,7 +9,7 @@
 #include "braid/braid.h"
 #include "src/core/comm.h"
 #include "src/core/comm_registry.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/core/group.h"
 #include "src/core/host_stream.h"
 #include "src/core/registration.h"

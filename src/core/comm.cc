@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "src/core/comm_registry.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/core/registration.h"
 #include "src/device/cuda_rt.h"
 #include "src/device/dev_comms.h"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/core/host_stream.h"
 #include "src/exec/batch.h"
 

@@ -17,7 +17,7 @@
 #include "src/bootstrap/bootstrap.h"
 #include "src/bootstrap/wire.h"
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/core/init.h"
 #include "src/device/cuda_rt.h"
 

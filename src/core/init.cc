@@ -20,7 +20,7 @@
 #include "src/device/cuda_rt.h"
 #include "src/diag/flight_recorder.h"
 #include "src/exec/board.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/core/group.h"
 #include "src/core/init.h"
 #include "src/core/machine.h"

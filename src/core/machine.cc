@@ -8,7 +8,7 @@
 #include "src/config/log.h"
 #include "src/config/params.h"
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/net/net_registry.h"
 #include "src/topo/node_topology.h"
 #include "src/topo/search.h"

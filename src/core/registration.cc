@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "src/config/log.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/device/lsa_window.h"
 
 namespace braid {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/core/group.h"
 #include "src/device/cuda_rt.h"
 #include "src/device/device_comm.h"

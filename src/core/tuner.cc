@@ -11,7 +11,7 @@
 #include "algorithms/registry.h"
 #include "src/config/params.h"
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/config/log.h"
 #include "src/device/dev_launch.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "src/config/log.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 
 #if BRAID_HAVE_CUDA
 #include <cuda_runtime_api.h>

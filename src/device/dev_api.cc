@@ -4,7 +4,7 @@
 // dev_comm_api.cc.
 #include "nccl_device/core.h"
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/core/registration.h"
 #include "src/device/lsa_window.h"
 #include "src/device/vmm.h"

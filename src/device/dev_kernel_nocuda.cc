@@ -1,6 +1,6 @@
 // launchDevKernel when the library is built without the CUDA toolkit: there is no
 // kernel to launch (the host emulation, emulateDevBlock, is always built).
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/device/dev_kernel.h"
 
 namespace braid {

@@ -6,7 +6,7 @@
 #include "nccl_device/core.h"
 #include "src/config/log.h"
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/core/registration.h"
 #include "src/device/cuda_rt.h"
 

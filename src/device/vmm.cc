@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "src/config/log.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/device/cuda_rt.h"
 
 #if BRAID_HAVE_CUDA

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "nccl_device/core.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/device/cuda_rt.h"
 
 namespace braid {

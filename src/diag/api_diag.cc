@@ -1,7 +1,7 @@
 // The diagnosis extension API (include/braid/braid.h): braidCommDumpFlightRecord.
 #include "braid/braid.h"
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/diag/flight_recorder.h"
 
 using namespace braid;

@@ -12,7 +12,7 @@
 
 #include "src/config/log.h"
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/core/tuner.h"
 #include "src/device/cuda_executor.h"
 #include "src/diag/fingerprint.h"

@@ -9,7 +9,7 @@
 
 #include "src/config/log.h"
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/core/tuner.h"
 #include "src/diag/flight_recorder.h"
 #include "src/exec/batch.h"

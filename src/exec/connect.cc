@@ -5,7 +5,7 @@
 
 #include "src/config/log.h"
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/exec/board.h"
 
 namespace braid {

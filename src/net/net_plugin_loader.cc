@@ -17,7 +17,7 @@
 #include <string>
 
 #include "src/config/log.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/net/net_registry.h"
 
 namespace braid {

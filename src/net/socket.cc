@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "src/config/params.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 
 namespace braid {
 namespace {

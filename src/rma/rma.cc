@@ -18,7 +18,7 @@
 #include <string>
 
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/core/host_stream.h"
 #include "src/core/registration.h"
 #include "src/device/cuda_rt.h"

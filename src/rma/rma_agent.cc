@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "src/core/comm.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/core/registration.h"
 #include "src/device/cuda_rt.h"
 #include "src/net/socket.h"

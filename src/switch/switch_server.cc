@@ -16,7 +16,7 @@
 #include <new>
 
 #include "src/config/log.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 
 namespace braid {
 

@@ -14,7 +14,7 @@
 #include "nccl.h"
 #include "src/bootstrap/bootstrap.h"
 #include "src/bootstrap/root.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/net/socket.h"
 
 namespace braid {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "nccl.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/net/net_registry.h"
 
 namespace braid {

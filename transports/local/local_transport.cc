@@ -14,7 +14,7 @@
 #include <new>
 #include <unordered_map>
 
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "transports/transport.h"
 
 namespace braid {

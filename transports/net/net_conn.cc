@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "src/config/log.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/net/socket.h"
 
 namespace braid {

@@ -11,7 +11,7 @@
 #include <atomic>
 #include <chrono>
 
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/exec/progress_assist.h"
 
 namespace braid {

@@ -20,7 +20,7 @@
 #include <string>
 
 #include "src/config/params.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/net/socket.h"
 #include "transports/net/net_proxy.h"
 #include "transports/transport.h"

@@ -17,7 +17,7 @@
 
 #include "src/config/log.h"
 #include "src/config/params.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/net/builtin_nets.h"
 
 namespace braid {

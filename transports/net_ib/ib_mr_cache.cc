@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "src/core/error.h"
+#include "src/config/error.h"
 
 namespace braid {
 namespace ib {

@@ -14,7 +14,7 @@
 #include <poll.h>
 
 #include "src/config/params.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "transports/net_ib/ib_comm.h"
 #include "transports/net_ib/ib_device.h"
 #include "transports/net_ib/ib_setup.h"

@@ -13,7 +13,7 @@
 #include "src/bootstrap/unique_id.h"
 #include "src/config/log.h"
 #include "src/config/params.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 
 namespace braid {
 namespace ib {

@@ -28,7 +28,7 @@
 #include "src/bootstrap/unique_id.h"
 #include "src/config/log.h"
 #include "src/config/params.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/net/builtin_nets.h"
 #include "src/net/socket.h"
 

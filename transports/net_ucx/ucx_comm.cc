@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "src/config/params.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "transports/net_ucx/ucx_worker.h"
 
 namespace braid {

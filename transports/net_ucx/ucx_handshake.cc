@@ -11,7 +11,7 @@
 #include <mutex>
 
 #include "src/bootstrap/unique_id.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "transports/net_ucx/ucx_comm.h"
 #include "transports/net_ucx/ucx_worker.h"
 

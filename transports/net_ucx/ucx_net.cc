@@ -21,7 +21,7 @@ const ncclNet_v11_t* ucxNet() { return nullptr; }
 #include <mutex>
 #include <string>
 
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/net/socket.h"
 #include "transports/net_ucx/ucx_comm.h"
 #include "transports/net_ucx/ucx_handshake.h"

@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "src/config/params.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/net/socket.h"
 #include "transports/net_ucx/ucx_comm.h"
 

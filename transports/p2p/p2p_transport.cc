@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/os/process.h"
 
 namespace braid {

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "src/config/params.h"
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/os/process.h"
 #include "src/os/shm_segment.h"
 #include "transports/p2p/p2p_transport.h"

@@ -14,7 +14,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "src/core/error.h"
+#include "src/config/error.h"
 #include "src/device/dev_kernel.h"
 #include "src/device/interp.h"
 

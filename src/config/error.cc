@@ -1,4 +1,4 @@
-#include "src/core/error.h"
+#include "src/config/error.h"
 
 #include <cstdarg>
 #include <cstdio>
