@@ -6,7 +6,7 @@
 # Run: ctest -L device   (also labelled multirank, so the sanitizer runs include it)
 file(GLOB BRAID_DEVICE_EMU_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/device_emu/*.cc)
 add_executable(braid_device_emu_test ${BRAID_DEVICE_EMU_SOURCES})
-target_link_libraries(braid_device_emu_test PRIVATE braid_static GTest::gtest_main Threads::Threads)
+target_link_libraries(braid_device_emu_test PRIVATE braid_sim braid_static GTest::gtest_main Threads::Threads)
 gtest_discover_tests(braid_device_emu_test DISCOVERY_TIMEOUT 60
   TEST_LIST BRAID_DEVICE_EMU_TESTS PROPERTIES LABELS device TIMEOUT 120)
 # A second label (gtest_discover_tests cannot pass a list): multirank, so the

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "algorithms/registry.h"
-#include "algorithms/simulator.h"
+#include "tests/sim/simulator.h"
 #include "src/reduce/reducer.h"
 
 namespace braid {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "algorithms/registry.h"
-#include "algorithms/simulator.h"
+#include "tests/sim/simulator.h"
 #include "src/reduce/reducer.h"
 #include "tests/algorithms/sim_case.h"
 

@@ -9,7 +9,7 @@
 
 #include "algorithms/plan.h"
 #include "algorithms/registry.h"
-#include "algorithms/simulator.h"
+#include "tests/sim/simulator.h"
 #include "tests/algorithms/values.h"
 
 namespace braid {

@@ -4,7 +4,7 @@
 #include <random>
 #include <vector>
 
-#include "algorithms/simulator.h"
+#include "tests/sim/simulator.h"
 #include "src/reduce/float_types.h"
 #include "src/reduce/reducer.h"
 #include "tests/device_emu/emu_harness.h"

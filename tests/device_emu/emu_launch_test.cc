@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "algorithms/registry.h"
-#include "algorithms/simulator.h"
+#include "tests/sim/simulator.h"
 #include "src/device/launch_plan.h"
 #include "src/reduce/reducer.h"
 #include "tests/device_emu/emu_case.h"

@@ -1,4 +1,4 @@
-#include "algorithms/simulator.h"
+#include "tests/sim/simulator.h"
 
 #include <new>
 #include <set>
