@@ -21,7 +21,7 @@
 #include "src/core/plan_cache.h"
 #include "src/exec/engine.h"
 #include "src/rma/rma.h"
-#include "transports/transport.h"
+#include "src/exec/transport.h"
 
 namespace braid {
 

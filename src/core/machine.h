@@ -7,7 +7,7 @@
 #include "algorithms/cost.h"
 #include "algorithms/plan.h"
 #include "nccl.h"
-#include "transports/transport.h"
+#include "src/exec/transport.h"
 
 namespace braid {
 

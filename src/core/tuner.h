@@ -16,7 +16,7 @@
 #include "algorithms/plan.h"
 #include "algorithms/registry.h"
 #include "nccl.h"
-#include "transports/transport.h"
+#include "src/exec/transport.h"
 
 namespace braid {
 

@@ -1,5 +1,5 @@
 // Connector: makes the connections a batch's plans need that do not exist yet, for
-// every communicator of the batch at once, in the three phases of transports/transport.h
+// every communicator of the batch at once, in the three phases of src/exec/transport.h
 // (so one thread can connect many ranks without deadlock). Used by both executors:
 // host connections (Comm::sends/recvs) for the host executor, device connections
 // (Comm::devSends/devRecvs, ConnectContext::device) for the CUDA executor.

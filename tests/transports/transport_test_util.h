@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "transports/transport.h"
+#include "src/exec/transport.h"
 
 namespace braid {
 namespace testing_util {

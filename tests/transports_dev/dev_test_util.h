@@ -9,7 +9,7 @@
 
 #include "src/device/cuda_rt.h"
 #include "tests/transports/transport_test_util.h"
-#include "transports/transport.h"
+#include "src/exec/transport.h"
 
 namespace braid {
 namespace devtest {

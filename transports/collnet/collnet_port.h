@@ -30,7 +30,7 @@
 #include "src/exec/engine.h"
 #include "src/exec/fifo.h"
 #include "src/reduce/reducer.h"
-#include "transports/transport.h"
+#include "src/exec/transport.h"
 
 namespace braid {
 

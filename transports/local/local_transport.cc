@@ -15,7 +15,7 @@
 #include <unordered_map>
 
 #include "src/config/error.h"
-#include "transports/transport.h"
+#include "src/exec/transport.h"
 
 namespace braid {
 namespace {

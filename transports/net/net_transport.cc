@@ -23,7 +23,7 @@
 #include "src/config/error.h"
 #include "src/net/socket.h"
 #include "transports/net/net_proxy.h"
-#include "transports/transport.h"
+#include "src/exec/transport.h"
 
 namespace braid {
 namespace {

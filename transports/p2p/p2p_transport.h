@@ -1,7 +1,7 @@
 // P2p transport internals shared with the other transports and the tests: the
 // descriptor a receiver hands its sender, the rule that decides whether two ranks can
 // use device memory directly, and the RAII helpers that make memory reachable by this
-// rank's GPU. The transport itself is p2pTransport() (transports/transport.h).
+// rank's GPU. The transport itself is p2pTransport() (src/exec/transport.h).
 //
 // A p2p connection's FIFO (FifoLayout) lives in the receiving rank's device memory.
 // The sender's kernel writes slots and `tail` there; the receiver's kernel reads them
@@ -21,7 +21,7 @@
 
 #include "nccl.h"
 #include "src/device/cuda_rt.h"
-#include "transports/transport.h"
+#include "src/exec/transport.h"
 
 namespace braid {
 

@@ -20,7 +20,7 @@
 #include "src/os/process.h"
 #include "src/os/shm_segment.h"
 #include "transports/p2p/p2p_transport.h"
-#include "transports/transport.h"
+#include "src/exec/transport.h"
 
 namespace braid {
 

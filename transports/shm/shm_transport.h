@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "transports/transport.h"
+#include "src/exec/transport.h"
 
 namespace braid {
 

@@ -7,7 +7,9 @@
 //   2. connectSend on the sending rank, with the receiver's descriptor;
 //   3. finishRecv  on the receiving rank (e.g. accept a socket); may be a no-op.
 // After that the executor moves data through FifoSender / FifoReceiver views; network
-// transports progress their bytes with a proxy thread of their own.
+// transports progress their bytes with a proxy thread of their own. The interface
+// belongs to the executor that uses it (src/exec); the transports under transports/
+// implement it.
 #pragma once
 #include <cstdint>
 #include <memory>
