@@ -23,7 +23,7 @@
 #pragma once
 #include <cstdint>
 
-#include "src/device/dev_conn.h"
+#include "src/exec/dev_conn.h"
 #include "src/device/hd.h"
 
 namespace braid {

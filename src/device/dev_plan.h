@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "algorithms/plan.h"
-#include "src/device/dev_conn.h"
+#include "src/exec/dev_conn.h"
 
 namespace braid {
 

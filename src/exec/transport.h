@@ -16,7 +16,7 @@
 #include <string>
 
 #include "nccl.h"
-#include "src/device/dev_conn.h"
+#include "src/exec/dev_conn.h"
 #include "src/exec/fifo.h"
 
 namespace braid {

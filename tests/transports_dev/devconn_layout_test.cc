@@ -5,7 +5,7 @@
 #include <atomic>
 #include <thread>
 
-#include "src/device/dev_conn.h"
+#include "src/exec/dev_conn.h"
 #include "tests/transports/transport_test_util.h"
 
 namespace braid {

@@ -11,6 +11,8 @@
 // All pointers below are device-accessible addresses of that region (for host memory,
 // the mapped device pointer from cudaHostGetDevicePointer; on the host emulation, the
 // plain address). Slots carry no direct entries on this path (SlotInfo::direct == 0).
+// Part of the connection interface (src/exec/transport.h: a transport fills it in), so it
+// lives with the executor core; the kernels (src/device) read it.
 #pragma once
 #include <cstddef>
 #include <cstdint>
