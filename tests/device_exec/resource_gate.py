@@ -45,18 +45,25 @@ def run(tool, flag, lib):
                           text=True).stdout
 
 
-def res_usage(text):
-    """[(arch, kernel, {REG, STACK, LOCAL, ...})] from cuobjdump -res-usage."""
-    out, arch, fn = [], "?", None
+def with_arch(text):
+    """(architecture, line) for each line of cuobjdump's output (its "arch = sm_XX"
+    lines open each fatbinary entry)."""
+    arch = "?"
     for line in text.splitlines():
         m = re.match(r"arch = (sm_\d+)", line)
         if m:
             arch = m.group(1)
+        yield arch, line
+
+
+def res_usage(text):
+    """[(arch, kernel, {REG, STACK, LOCAL, ...})] from cuobjdump -res-usage."""
+    out, fn = [], None
+    for arch, line in with_arch(text):
         m = re.match(r"\s*Function (\S+):", line)
         if m:
             fn = m.group(1)
-            continue
-        if fn and "REG:" in line:
+        elif fn and "REG:" in line:
             vals = {k: int(v) for k, v in re.findall(r"(\w+(?:\[\d+\])?):(\d+)", line)}
             out.append((arch, fn, vals))
             fn = None
@@ -65,21 +72,16 @@ def res_usage(text):
 
 def param_sizes(text):
     """{(arch, kernel): parameter bytes} from cuobjdump -elf (.nv.info.<kernel>)."""
-    sizes, arch, fn, want = {}, "?", None, False
-    for line in text.splitlines():
-        m = re.match(r"arch = (sm_\d+)", line)
-        if m:
-            arch = m.group(1)
+    sizes, fn, want = {}, None, False
+    for arch, line in with_arch(text):
         m = re.match(r"\.nv\.info\.(\S+)\s*$", line)
         if m:
             fn = m.group(1)
-            continue
-        if line.startswith(".section"):
+        elif line.startswith(".section"):
             fn = None
-        if fn and "EIATTR_CBANK_PARAM_SIZE" in line:
+        elif fn and "EIATTR_CBANK_PARAM_SIZE" in line:
             want = True
-            continue
-        if want:
+        elif want:
             m = re.search(r"Value:\s*0x([0-9a-fA-F]+)", line)
             if m:
                 sizes[(arch, fn)] = int(m.group(1), 16)
