@@ -18,13 +18,19 @@
 # CUDA toolkit. Tests needing a header or library that is absent are skipped (code 77).
 set(BRAID_CUDA_INCLUDE "/usr/local/cuda/include" CACHE PATH
     "Directory holding cuda_runtime.h (NVIDIA's nccl.h includes it)")
-file(GLOB abi_wheel_dirs "${PROJECT_BINARY_DIR}/venv/lib/python3*/site-packages/nvidia/nccl")
 set(abi_wheel_default "")
-if(abi_wheel_dirs)
-  list(GET abi_wheel_dirs 0 abi_wheel_default)
+if(BRAID_VENV_OK)
+  file(GLOB abi_wheel_dirs "${BRAID_PYTHON_VENV}/lib/python3*/site-packages/nvidia/nccl")
+  if(abi_wheel_dirs)
+    list(GET abi_wheel_dirs 0 abi_wheel_default)
+  endif()
 endif()
 set(BRAID_NVIDIA_NCCL_ROOT "${abi_wheel_default}" CACHE PATH
     "NVIDIA NCCL 2.30 (include/nccl.h, lib/libnccl.so.2), e.g. the nvidia-nccl-cu13 wheel")
+if(NOT BRAID_NVIDIA_NCCL_ROOT AND abi_wheel_default)  # the venv was finished after the first configure
+  set(BRAID_NVIDIA_NCCL_ROOT "${abi_wheel_default}" CACHE PATH
+      "NVIDIA NCCL 2.30 (include/nccl.h, lib/libnccl.so.2), e.g. the nvidia-nccl-cu13 wheel" FORCE)
+endif()
 set(BRAID_NVIDIA_NCCL228_INCLUDE "/usr/local/cuda/include" CACHE PATH
     "Directory holding NVIDIA's 2.28 nccl.h, for the backward-compatibility tests")
 set(BRAID_NVIDIA_NCCL228_LIBRARY "/usr/local/cuda/lib64/libnccl.so.2" CACHE FILEPATH

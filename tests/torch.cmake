@@ -12,18 +12,11 @@
 #   torch.install           `pip install ./python/torch_braid` (build isolation, Braid built
 #                           and bundled) and its wheel, in fresh venvs; an all-reduce on each
 # Without the venv (or where it says SKIPPED) one test says why and skips.
-set(BRAID_PYTHON_VENV "${PROJECT_BINARY_DIR}/venv" CACHE PATH
-    "Python venv with the pinned torch (scripts/setup-python-env.sh)")
 set(torch_py "${BRAID_PYTHON_VENV}/bin/python")
 set(torch_dir ${CMAKE_CURRENT_LIST_DIR}/torch)
 
-if(NOT EXISTS "${torch_py}" OR EXISTS "${BRAID_PYTHON_VENV}/SKIPPED")
-  if(EXISTS "${BRAID_PYTHON_VENV}/SKIPPED")
-    file(READ "${BRAID_PYTHON_VENV}/SKIPPED" torch_why)
-  else()
-    set(torch_why "no Python environment at ${BRAID_PYTHON_VENV} (make it with scripts/setup-python-env.sh ${BRAID_PYTHON_VENV})")
-  endif()
-  string(STRIP "${torch_why}" torch_why)
+if(NOT BRAID_VENV_OK)  # tests/CMakeLists.txt says why
+  string(REPLACE "'" "" torch_why "${BRAID_VENV_WHY}")
   add_test(NAME torch.skipped COMMAND sh -c "echo 'SKIP: PyTorch tests: ${torch_why}'; exit 77")
   set_tests_properties(torch.skipped PROPERTIES LABELS torch SKIP_RETURN_CODE 77)
   return()
@@ -71,3 +64,11 @@ braid_torch_test(torch.preload ${torch_py} preload.py $<TARGET_FILE:nccl>)
 # about 2.5 minutes of 2 cores; it needs the package index for setuptools, wheel and ninja
 # (skips without it).
 braid_torch_test(torch.install bash install.sh ${torch_py} ${PROJECT_SOURCE_DIR})
+# The longest tests start first (ctest runs by COST where it has no timings of its own yet,
+# as on a fresh clone): torch.install builds Braid and the backend with both cores for
+# about 3 minutes, and started last it would run alone at the end of the suite.
+set_tests_properties(torch.install PROPERTIES COST 1000)
+set_tests_properties(torch.compile.np2 PROPERTIES COST 500)
+foreach(mode ddp fsdp2 pipeline)
+  set_tests_properties(torch.${mode}.np2 torch.${mode}.np4 PROPERTIES COST 200)
+endforeach()
