@@ -46,7 +46,7 @@ if(BRAID_FUZZ)
   set_property(TARGET braid_objs PROPERTY SOURCES ${braid_srcs} ${BRAID_FUZZ_SRC}/simd_off.cc)
   set_source_files_properties(${PROJECT_SOURCE_DIR}/src/reduce/kernel_level.cc
     DIRECTORY ${PROJECT_SOURCE_DIR} PROPERTIES COMPILE_OPTIONS "-D__builtin_cpu_supports(x)=0")
-  set_source_files_properties(${PROJECT_SOURCE_DIR}/src/device/cuda_rt.cc
+  set_source_files_properties(${PROJECT_SOURCE_DIR}/src/os/cuda_rt.cc
     ${PROJECT_SOURCE_DIR}/src/switch/op_shape.cc
     ${PROJECT_SOURCE_DIR}/transports/collnet/collnet_port.cc
     DIRECTORY ${PROJECT_SOURCE_DIR} PROPERTIES COMPILE_OPTIONS "-Wno-unused-private-field")

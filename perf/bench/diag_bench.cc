@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "src/core/op.h"
+#include "src/exec/op.h"
 #include "src/diag/fingerprint.h"
 #include "src/diag/flight_recorder.h"
 

@@ -6,7 +6,7 @@
 #include "src/config/error.h"
 #include "src/core/group.h"
 #include "src/core/host_stream.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "src/reduce/reducer.h"
 
 using namespace braid;

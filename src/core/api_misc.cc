@@ -15,7 +15,7 @@
 #include "src/core/registration.h"
 #include "src/device/lsa_window.h"
 #include "src/device/window_table.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "src/device/vmm.h"
 #include "src/reduce/reducer.h"
 

@@ -14,7 +14,7 @@
 #include "src/core/comm_registry.h"
 #include "src/config/error.h"
 #include "src/core/registration.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "src/device/dev_comms.h"
 #include "src/device/device_comm.h"
 #include "src/device/window_table.h"

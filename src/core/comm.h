@@ -17,7 +17,7 @@
 #include "algorithms/plan.h"
 #include "nccl.h"
 #include "src/bootstrap/bootstrap.h"
-#include "src/core/op.h"
+#include "src/exec/op.h"
 #include "src/core/plan_cache.h"
 #include "src/exec/engine.h"
 #include "src/rma/rma.h"

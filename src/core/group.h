@@ -9,7 +9,7 @@
 #include <functional>
 
 #include "nccl.h"
-#include "src/core/op.h"
+#include "src/exec/op.h"
 
 namespace braid {
 

@@ -19,7 +19,7 @@
 #include "src/core/comm.h"
 #include "src/config/error.h"
 #include "src/core/init.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 
 using namespace braid;
 

@@ -17,7 +17,7 @@
 
 #include "src/config/params.h"
 #include "src/core/comm.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "src/diag/flight_recorder.h"
 #include "src/exec/board.h"
 #include "src/config/error.h"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "nccl.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 
 namespace braid {
 

@@ -20,7 +20,7 @@
 #include "src/core/comm.h"
 #include "src/config/error.h"
 #include "src/core/group.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "src/device/device_comm.h"
 #include "src/exec/fifo.h"
 #include "transports/collnet/collnet_state.h"

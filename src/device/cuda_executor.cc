@@ -8,7 +8,7 @@
 #include "src/core/comm.h"
 #include "src/config/error.h"
 #include "src/core/tuner.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "src/device/dev_kernel.h"
 #include "src/device/device_comm.h"
 #include "src/device/launch_plan.h"

@@ -20,7 +20,7 @@
 #include "src/config/error.h"
 #include "src/core/group.h"
 #include "src/core/registration.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "src/device/dev_comm_plan.h"
 #include "src/device/dev_comms.h"
 #include "src/device/lsa_window.h"

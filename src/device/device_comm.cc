@@ -9,7 +9,7 @@
 #include "src/config/log.h"
 #include "src/core/comm.h"
 #include "src/config/error.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "src/device/dev_kernel.h"
 
 namespace braid {

@@ -8,7 +8,7 @@
 
 #include "src/config/log.h"
 #include "src/config/error.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 
 #if BRAID_HAVE_CUDA
 #include <cuda_runtime_api.h>

@@ -8,7 +8,7 @@
 
 #include "nccl_device/core.h"
 #include "src/config/error.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 
 namespace braid {
 namespace {

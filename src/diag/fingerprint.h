@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "src/core/op.h"
+#include "src/exec/op.h"
 
 namespace braid {
 

@@ -17,7 +17,7 @@
 
 #include "src/config/log.h"
 #include "src/config/params.h"
-#include "src/core/op.h"
+#include "src/exec/op.h"
 #include "src/diag/json_writer.h"
 #include "src/reduce/reducer.h"
 

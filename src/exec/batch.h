@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "nccl.h"
-#include "src/core/op.h"
+#include "src/exec/op.h"
 
 namespace braid {
 

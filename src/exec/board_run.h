@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "src/core/op.h"
+#include "src/exec/op.h"
 #include "src/exec/call_tag.h"
 #include "src/exec/engine.h"
 #include "src/reduce/reducer.h"

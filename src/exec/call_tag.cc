@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "src/core/op.h"
+#include "src/exec/op.h"
 #include "src/diag/fingerprint.h"
 #include "src/reduce/reducer.h"
 

@@ -10,7 +10,7 @@
 #include "src/core/group.h"
 #include "src/core/host_stream.h"
 #include "src/core/registration.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "src/reduce/reducer.h"
 #include "src/rma/rma.h"
 

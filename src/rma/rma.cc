@@ -21,7 +21,7 @@
 #include "src/config/error.h"
 #include "src/core/host_stream.h"
 #include "src/core/registration.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "src/net/socket.h"
 #include "src/os/process.h"
 #include "src/os/shm_segment.h"

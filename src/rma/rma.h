@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "nccl.h"
-#include "src/core/op.h"
+#include "src/exec/op.h"
 
 namespace braid {
 

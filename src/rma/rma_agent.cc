@@ -15,7 +15,7 @@
 #include "src/core/comm.h"
 #include "src/config/error.h"
 #include "src/core/registration.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "src/net/socket.h"
 
 namespace braid {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 
 /// Skips the calling test when CUDA is not usable, saying why.
 #define CUDA_API_REQUIRE_GPU()                                                        \

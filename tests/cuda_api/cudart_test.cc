@@ -1,4 +1,4 @@
-// cudart (src/device/cuda_rt.h): the answers without a usable GPU (this CI machine: the
+// cudart (src/os/cuda_rt.h): the answers without a usable GPU (this CI machine: the
 // toolkit but no driver), and the same functions on a GPU (skipped here, saying why).
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "tests/cuda_api/cuda_test_util.h"
 
 namespace {

@@ -8,7 +8,7 @@
 #include "nccl.h"
 #include "src/core/comm.h"
 #include "src/device/cuda_executor.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 
 using namespace braid;
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "src/core/op.h"
+#include "src/exec/op.h"
 #include "src/exec/call_tag.h"
 #include "src/diag/doctor.h"
 #include "src/diag/fingerprint.h"

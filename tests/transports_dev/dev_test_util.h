@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "tests/transports/transport_test_util.h"
 #include "src/exec/transport.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "src/device/vmm.h"
 
 namespace braid {

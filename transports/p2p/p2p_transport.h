@@ -20,7 +20,7 @@
 #include <functional>
 
 #include "nccl.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 #include "src/exec/transport.h"
 
 namespace braid {
@@ -71,7 +71,7 @@ const P2pDeviceQuery& cudaDeviceQuery();
 /// device indices equal too when bus ids are unknown), or two GPUs of two processes
 /// that both see both GPUs and that can access each other in both directions.
 /// Two GPUs in one process are refused: reaching the second needs peer access enabled
-/// (cudaDeviceEnablePeerAccess), which src/device/cuda_rt.h does not offer yet.
+/// (cudaDeviceEnablePeerAccess), which src/os/cuda_rt.h does not offer yet.
 /// Symmetric: p2pCanConnect(a, b, q) == p2pCanConnect(b, a, q).
 bool p2pCanConnect(const PeerInfo& self, const PeerInfo& peer, const P2pDeviceQuery& q);
 

@@ -5,7 +5,7 @@
 // available() is false and every query answers "no device" without touching CUDA
 // again. Without the toolkit the same functions answer "no CUDA" (second half of
 // this file).
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 
 #include <cctype>
 #include <cstring>

@@ -8,7 +8,7 @@
 
 #include "algorithms/plan.h"
 #include "nccl.h"
-#include "src/device/cuda_rt.h"
+#include "src/os/cuda_rt.h"
 
 namespace braid {
 
