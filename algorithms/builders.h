@@ -33,6 +33,17 @@ bool allGatherHier(const PlanArgs& args, const PlanParams& params, Plan* plan);
 bool reduceScatterHier(const PlanArgs& args, const PlanParams& params, Plan* plan);
 bool allToAllHier(const PlanArgs& args, const PlanParams& params, Plan* plan);
 
+// Direct access (algorithms/plan.h: kSignal .. kPeerReduce): the ranks read each
+// other's buffers; decline unless args.peerAccess.
+bool allReduceTwoShot(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allGatherPeerRead(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allToAllPeerRead(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool broadcastPeerRead(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool reducePeerRead(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool reduceScatterPeerRead(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool gatherPeerRead(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool scatterPeerRead(const PlanArgs& args, const PlanParams& params, Plan* plan);
+
 // In-network (CollNet): the aggregation switch as a peer (kSwitchPeer); decline unless
 // args.collnet.
 bool allReduceCollNetChain(const PlanArgs& args, const PlanParams& params, Plan* plan);

@@ -13,6 +13,10 @@ const char* stepKindName(StepKind k) {
     case StepKind::kRecvReduceCopySend: return "RecvReduceCopySend";
     case StepKind::kRecvCopySend: return "RecvCopySend";
     case StepKind::kCopy: return "Copy";
+    case StepKind::kSignal: return "Signal";
+    case StepKind::kWait: return "Wait";
+    case StepKind::kPeerCopy: return "PeerCopy";
+    case StepKind::kPeerReduce: return "PeerReduce";
   }
   return "Unknown";
 }
@@ -85,6 +89,7 @@ std::string Plan::toString() const {
                static_cast<unsigned>(s.channel));
       out += head;
       if (s.recvPeer == kSwitchPeer) out += " from=switch";
+      else if (s.recvPeer == kAllPeers) out += " from=all";
       else if (s.recvPeer >= 0) out += " from=" + std::to_string(s.recvPeer);
       if (s.sendPeer == kSwitchPeer) out += " to=switch";
       else if (s.sendPeer >= 0) out += " to=" + std::to_string(s.sendPeer);

@@ -20,6 +20,19 @@
 //  * Every step takes at least one FIFO slot, so a run of small steps is limited by
 //    slots, not bytes: steps that alternate around a cycle must be split identically
 //    on both ends (algorithms/patterns/exchange.h does that for pairwise rounds).
+//
+// Direct access (StepKind::kSignal .. kPeerReduce) needs no connection: the ranks of one
+// call read each other's buffers and signal each other, through an executor that has
+// peer access (the flag board on the host: memcpy within a process, process_vm_readv
+// between processes; peer mappings on GPUs). Its contract:
+//  * A rank's first signal of a run also announces its buffers; signals count from 1
+//    in every run. A wait by rank q for rank p (or for every rank) returns once p has
+//    posted as many signals as q has: a signal then a wait for every rank is a barrier.
+//  * q may read bytes of p's buffers once q's waits have seen a signal p posted after
+//    its last write to those bytes; p may write them again, or end its run, only once
+//    its waits have seen a signal q posted after the read. (A rank never waits for
+//    more than one thing, so these are the only orders there are.) The simulator
+//    checks both for every builder.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -53,7 +66,27 @@ enum class StepKind : uint8_t {
   kRecvReduceCopySend,  // dst <- recv(recvPeer) op src; send(dst) -> sendPeer
   kRecvCopySend,        // dst <- recv(recvPeer); send(same) -> sendPeer
   kCopy,                // dst <- src (local)
+  // Direct access (see the contract above; no channel, no connection):
+  kSignal,              // post this rank's next signal (the first announces its buffers)
+  kWait,                // until recvPeer (kAllPeers: every rank) posted as many signals
+  kPeerCopy,            // dst <- src of recvPeer's buffers
+  kPeerReduce,          // dst <- src of every rank, reduced in rank order (own src locally)
 };
+
+/// The step reads the others' buffers or signals them, instead of using a connection.
+inline bool isDirectAccess(StepKind k) { return k >= StepKind::kSignal; }
+/// The step sends over / receives from a connection.
+inline bool stepSends(StepKind k) {
+  return k == StepKind::kSend || k == StepKind::kRecvReduceSend ||
+         k == StepKind::kRecvReduceCopySend || k == StepKind::kRecvCopySend;
+}
+inline bool stepRecvs(StepKind k) {
+  return k == StepKind::kRecv || k == StepKind::kRecvReduceSend ||
+         k == StepKind::kRecvReduceCopy || k == StepKind::kRecvReduceCopySend ||
+         k == StepKind::kRecvCopySend;
+}
+/// recvPeer of a kWait step that waits for every rank.
+constexpr int32_t kAllPeers = -3;
 
 const char* stepKindName(StepKind k);
 
@@ -91,7 +124,8 @@ struct Step {
   Region src;  ///< local operand (kSend, kRecvReduce*, kCopy)
   Region dst;  ///< local result (kRecv, kRecvReduceCopy*, kRecvCopySend, kCopy)
 
-  /// Elements this step moves (all regions of a step have the same count).
+  /// Elements this step moves (all regions of a step have the same count; 0 for
+  /// kSignal and kWait).
   uint64_t count() const { return dst.buf != Buf::kNone ? dst.count : src.count; }
 };
 
@@ -184,6 +218,9 @@ struct PlanArgs {
   /// one switch group per local index, members ordered by node). CollNet builders
   /// decline without it.
   bool collnet = false;
+  /// The executor gives every rank direct access to the others' buffers (direct-access
+  /// steps are possible). Builders that need it decline without it.
+  bool peerAccess = false;
 };
 
 /// args.layout, or a flat layout of args.nranks ranks.

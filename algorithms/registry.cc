@@ -80,10 +80,39 @@ const std::vector<Algorithm>& allAlgorithms() {
       {Coll::kReduceScatter, "collnet", "CollNet",
        "in-network: intra-node reduce-scatter, then the switch reduces each node's part and "
        "returns every rank its block", builders::reduceScatterCollNet, false, true},
+      // Direct access: the ranks read each other's buffers (the flag board runs these).
+      {Coll::kAllReduce, "two_shot", nullptr,
+       "direct access: each rank reduces its chunk of every rank's input, then copies the "
+       "others' chunks from their owners", builders::allReduceTwoShot, false, false, true},
+      {Coll::kAllGather, "peer_read", nullptr,
+       "direct access: each rank reads every rank's block", builders::allGatherPeerRead,
+       false, false, true},
+      {Coll::kAllToAll, "peer_read", nullptr,
+       "direct access: each rank reads its block of every rank's input",
+       builders::allToAllPeerRead, false, false, true},
+      {Coll::kBroadcast, "peer_read", nullptr, "direct access: every rank reads the root's buffer",
+       builders::broadcastPeerRead, false, false, true},
+      {Coll::kReduce, "peer_read", nullptr,
+       "direct access: the root reduces every rank's input", builders::reducePeerRead, false,
+       false, true},
+      {Coll::kReduceScatter, "peer_read", nullptr,
+       "direct access: each rank reduces its block of every rank's input",
+       builders::reduceScatterPeerRead, false, false, true},
+      {Coll::kGather, "peer_read", nullptr, "direct access: the root reads every rank's input",
+       builders::gatherPeerRead, false, false, true},
+      {Coll::kScatter, "peer_read", nullptr,
+       "direct access: every rank reads its block of the root's input",
+       builders::scatterPeerRead, false, false, true},
       {Coll::kSendRecv, "p2p", nullptr, "one program per peer and direction, ops in order",
        builders::sendRecvP2p},
   };
   return table;
+}
+
+const Algorithm* peerAccessAlgorithm(Coll coll) {
+  for (const Algorithm& a : allAlgorithms())
+    if (a.coll == coll && a.needsPeerAccess) return &a;
+  return nullptr;
 }
 
 std::vector<const Algorithm*> algorithmsFor(Coll coll) {

@@ -27,6 +27,9 @@ struct Algorithm {
   /// An in-network algorithm: talks to the aggregation switch (kSwitchPeer), so it is
   /// a candidate only where PlanArgs::collnet says a switch serves the call.
   bool needsSwitch = false;
+  /// A direct-access algorithm (kSignal .. kPeerReduce steps): a candidate only where
+  /// PlanArgs::peerAccess says the executor reaches the other ranks' buffers.
+  bool needsPeerAccess = false;
 };
 
 /// Every algorithm, grouped by collective; the first of each collective is its default.
@@ -37,6 +40,9 @@ std::vector<const Algorithm*> algorithmsFor(Coll coll);
 
 /// The algorithm of `coll` whose name or NCCL name equals `name` (any case), or nullptr.
 const Algorithm* findAlgorithm(Coll coll, const std::string& name);
+
+/// The collective's direct-access algorithm (Algorithm::needsPeerAccess), or nullptr.
+const Algorithm* peerAccessAlgorithm(Coll coll);
 
 /// The collective's default algorithm (never nullptr for a valid collective).
 const Algorithm* defaultAlgorithm(Coll coll);

@@ -20,7 +20,7 @@ void ProgramWriter::add(StepKind kind, uint8_t flags, int from, int to, Region s
   s.sendPeer = to;
   s.src = src;
   s.dst = dst;
-  if (s.count() == 0) return;
+  if (s.count() == 0 && kind != StepKind::kSignal && kind != StepKind::kWait) return;
   // Index, not a reference: another writer may have grown plan_->programs since.
   plan_->programs[index_].steps.push_back(s);
 }
@@ -46,6 +46,15 @@ void ProgramWriter::recvCopySend(int from, int to, Region dst) {
 }
 void ProgramWriter::copy(Region src, Region dst, uint8_t flags) {
   add(StepKind::kCopy, flags, -1, -1, src, dst);
+}
+
+void ProgramWriter::signal() { add(StepKind::kSignal, 0, -1, -1, Region{}, Region{}); }
+void ProgramWriter::wait(int peer) { add(StepKind::kWait, 0, peer, -1, Region{}, Region{}); }
+void ProgramWriter::peerCopy(int from, Region src, Region dst) {
+  add(StepKind::kPeerCopy, 0, from, -1, src, dst);
+}
+void ProgramWriter::peerReduce(Region src, Region dst, uint8_t flags) {
+  add(StepKind::kPeerReduce, flags, -1, -1, src, dst);
 }
 
 void dropEmptyPrograms(Plan* plan) {

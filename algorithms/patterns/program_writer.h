@@ -32,6 +32,16 @@ class ProgramWriter {
   void recvReduceCopySend(int from, int to, Region src, Region dst, uint8_t flags);
   void recvCopySend(int from, int to, Region dst);
   void copy(Region src, Region dst, uint8_t flags = 0);
+  // Direct access (algorithms/plan.h: its contract):
+  void signal();
+  void wait(int peer);  ///< kAllPeers: every rank
+  void peerCopy(int from, Region src, Region dst);
+  void peerReduce(Region src, Region dst, uint8_t flags);
+  /// signal() then wait(kAllPeers): a barrier.
+  void barrier() {
+    signal();
+    wait(kAllPeers);
+  }
 
  private:
   void add(StepKind kind, uint8_t flags, int from, int to, Region src, Region dst);

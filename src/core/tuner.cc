@@ -150,6 +150,7 @@ std::vector<TuneChoice> rankChoices(const TuneInput& in, bool ignoreSpecs) {
     for (const Algorithm& a : allAlgorithms()) {
       if (a.coll != in.args.coll) continue;
       if (a.needsSwitch && !in.args.collnet) continue;  // no switch serves this call
+      if (a.needsPeerAccess && !in.args.peerAccess) continue;  // no direct access here
       if (!any && !algoAllowed(in.algoSpec, a.coll, a.name, a.ncclName)) continue;
       // One-shot algorithms cost a connection per peer and n-1 copies: only for small
       // messages on small groups, unless NCCL_ALGO names them.

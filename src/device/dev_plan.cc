@@ -23,11 +23,8 @@ bool needsSrc(StepKind k) {
          k == StepKind::kCopy;
 }
 bool needsDst(StepKind k) { return k != StepKind::kSend && k != StepKind::kRecvReduceSend; }
-bool sends(StepKind k) {
-  return k == StepKind::kSend || k == StepKind::kRecvReduceSend ||
-         k == StepKind::kRecvReduceCopySend || k == StepKind::kRecvCopySend;
-}
-bool recvs(StepKind k) { return k != StepKind::kSend && k != StepKind::kCopy; }
+bool sends(StepKind k) { return stepSends(k); }
+bool recvs(StepKind k) { return stepRecvs(k); }
 
 bool fail(std::string* why, const std::string& text) {
   if (why) *why = text;
@@ -94,6 +91,8 @@ bool DevPlan::compile(const Plan& plan, size_t typeSize, DevPlan* out, std::stri
       const Step& s = prog.steps[si];
       const std::string at = "plan " + plan.algorithm + " program " + std::to_string(pi) +
                              " step " + std::to_string(si) + " (" + stepKindName(s.kind) + "): ";
+      if (isDirectAccess(s.kind))
+        return fail(why, at + "direct-access steps do not run on the CUDA executor yet");
       if (static_cast<uint8_t>(s.kind) > static_cast<uint8_t>(StepKind::kCopy))
         return fail(why, at + "unknown step kind");
       DevStep d;

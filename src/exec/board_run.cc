@@ -3,15 +3,13 @@
 #include <cstring>
 #include <vector>
 
+#include "algorithms/registry.h"
 #include "src/core/comm.h"
+#include "src/exec/batch.h"
 #include "src/exec/board.h"
 
 namespace braid {
 namespace {
-
-/// Elements are reduced in blocks of this many bytes (read from another process into
-/// a bounce buffer first), so the sources and the partial result stay in cache.
-constexpr uint64_t kBlockBytes = 32 << 10;
 
 bool reduces(Coll c) {
   return c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter;
@@ -31,14 +29,6 @@ uint64_t bufferBytes(Coll c, uint64_t bytes, int n) {
     case Coll::kAllReduce: case Coll::kBroadcast: case Coll::kReduce: return bytes;
     default: return bytes * uint64_t(n);
   }
-}
-
-struct Bounce {
-  std::vector<char> a, b, acc;
-};
-Bounce& bounce() {
-  thread_local Bounce b;
-  return b;
 }
 
 }  // namespace
@@ -66,6 +56,7 @@ const char* boardPathName(BoardPath p) {
 }
 
 void BoardRun::start(Comm* comm, const OpRecord& op, BoardPath path, const CallTag& tag) {
+  comm_ = comm;
   b_ = comm->board.get();
   op_ = &op;
   tag_ = tag;
@@ -82,7 +73,7 @@ void BoardRun::start(Comm* comm, const OpRecord& op, BoardPath path, const CallT
   waiting_ = target_ > 0;
   waitRank_ = -1;
   lagging_ = -1;
-  stagedResult_ = false;
+  planStarted_ = false;
   mismatch_ = false;
   failedCode_ = ncclRemoteError;
   state_ = RunState::kRunning;
@@ -90,24 +81,8 @@ void BoardRun::start(Comm* comm, const OpRecord& op, BoardPath path, const CallT
 }
 
 bool BoardRun::tagsAgree() {
-  // Equal tags: the same call (the common case: one compare per rank, in the line the
-  // data of small messages shares).
-  const int n = b_->nranks();
-  int r0 = 0;
-  while (r0 < n && b_->tag(r0, target_) == tag_) ++r0;
-  if (r0 == n) return true;
-  // Every rank's tag, compared alike on every rank: the message names the ranks on
-  // each side and both calls.
-  std::vector<CallTag> all(static_cast<size_t>(n));
-  bool someUntagged = false;
-  for (int r = 0; r < n; ++r) {
-    all[size_t(r)] = b_->tag(r, target_);
-    someUntagged |= !all[size_t(r)].tagged();
-  }
-  const std::string why =
-      someUntagged ? "collective mismatch check: the ranks disagree on BRAID_CHECK (some "
-                     "ranks check their calls, others have the check off)"
-                   : compareCallTags(all.data(), n);
+  const std::string why = boardTagsDiffer(*b_, target_, tag_);
+  if (why.empty()) return true;
   fail(why);
   mismatch_ = true;
   return false;
@@ -122,6 +97,7 @@ void BoardRun::fail(const std::string& why) {
 bool BoardRun::progress() {
   bool moved = false;
   while (state_ == RunState::kRunning) {
+    if (planStarted_) return progressPlan() || moved;
     if (waiting_) {
       int lag = waitRank_, failed = -1;
       if (waitRank_ >= 0 ? !b_->reached(waitRank_, target_, &failed)
@@ -153,55 +129,57 @@ void BoardRun::publishAndWait() {
 }
 
 std::string BoardRun::describeWait() const {
+  if (planStarted_)
+    return std::string("flag board ") + boardPathName(path_) + " " + collName(op_->coll) + ": " +
+           run_.describeWait();
   return "wait for rank " + std::to_string(lagging_) + " on the flag board (" +
          boardPathName(path_) + " " + collName(op_->coll) + ", phase " + std::to_string(target_) +
          ")";
 }
 
-bool BoardRun::readFrom(int r, void* dst, uint64_t remote, uint64_t n) {
-  if (n == 0) return true;
-  const int e = b_->read(r, dst, remote, n);
-  if (e == 0) return true;
-  fail("reading " + std::to_string(n) + " bytes from rank " + std::to_string(r) +
-       " (process_vm_readv) failed: " + std::strerror(e));
-  return false;
+void BoardRun::startPlan() {
+  PlanArgs args = planArgsFor(comm_, *op_);
+  args.peerAccess = true;
+  const bool same = plan_ && args.coll == planKey_.coll && args.nranks == planKey_.nranks &&
+                    args.rank == planKey_.rank && args.count == planKey_.count &&
+                    args.typeSize == planKey_.typeSize && args.root == planKey_.root &&
+                    args.inPlace == planKey_.inPlace;
+  if (!same) {
+    const Algorithm* algo = peerAccessAlgorithm(args.coll);
+    auto plan = std::make_unique<Plan>();
+    if (!algo || !algo->build(args, PlanParams(), plan.get())) {
+      plan_.reset();
+      return fail(std::string("internal error: no direct-access plan for ") + collName(args.coll));
+    }
+    plan->algorithm = algo->name;
+    plan_ = std::move(plan);
+    planKey_ = args;
+  }
+  PlanBuffers bufs;
+  bufs.send = op_->sendbuff;
+  bufs.recv = op_->recvbuff;
+  if (plan_->scratchElems) {
+    scratch_.resize(size_t(plan_->scratchElems * args.typeSize));
+    bufs.scratch = scratch_.data();
+  }
+  if (!peers_) peers_ = std::make_unique<BoardPeers>();
+  peers_->start(b_, tag_);
+  run_.start(plan_.get(), bufs, red_, peers_.get(), /*allowDirect=*/false);
+  planStarted_ = true;
 }
 
-bool BoardRun::reduceFromAll(char* dst, uint64_t off, uint64_t elems) {
-  const int n = b_->nranks(), me = b_->rank();
-  const uint64_t ts = red_.typeSize(), blk = kBlockBytes / ts;
-  const uint8_t post = kPostOp;
-  Bounce& bb = bounce();
-  if (bb.a.size() < kBlockBytes) {
-    bb.a.resize(kBlockBytes);
-    bb.b.resize(kBlockBytes);
-    bb.acc.resize(kBlockBytes);
+bool BoardRun::progressPlan() {
+  const bool moved = run_.progress();
+  if (run_.state() == RunState::kDone) {
+    state_ = RunState::kDone;
+    // Rare (in-place all-to-all) and as large as the message: not kept.
+    if (!scratch_.empty()) std::vector<char>().swap(scratch_);
+  } else if (run_.state() == RunState::kError) {
+    fail(run_.error());
+    mismatch_ = peers_->mismatchFound();
+    failedCode_ = run_.errorCode();
   }
-  for (uint64_t e = 0; e < elems; e += blk) {
-    const uint64_t k = std::min(blk, elems - e), at = off + e * ts;
-    // Rank p's elements of this block: in place where we can see them, else pulled.
-    auto src = [&](int p, char* into) -> const char* {
-      if (p == me) return static_cast<const char*>(op_->sendbuff) + at;
-      const uint64_t remote = b_->slot(p).sendAddr + at;
-      if (b_->local(p)) return reinterpret_cast<const char*>(uintptr_t(remote));
-      return readFrom(p, into, remote, k * ts) ? into : nullptr;
-    };
-    char* out = dst + e * ts;
-    const char* s0 = src(0, bb.a.data());
-    const char* s1 = s0 ? src(1, bb.b.data()) : nullptr;
-    if (!s1) return false;
-    if (n == 2) {
-      red_.reduce(out, s1, s0, k, post);
-      continue;
-    }
-    red_.reduce(bb.acc.data(), s1, s0, k, 0);
-    for (int p = 2; p < n; ++p) {
-      const char* sp = src(p, bb.b.data());
-      if (!sp) return false;
-      red_.reduce(p == n - 1 ? out : bb.acc.data(), sp, bb.acc.data(), k, p == n - 1 ? post : 0);
-    }
-  }
-  return true;
+  return moved;
 }
 
 void BoardRun::inlineResult() {
@@ -273,10 +251,8 @@ void BoardRun::runAheadInline() {
 }
 
 void BoardRun::runStage() {
-  const int n = b_->nranks(), me = b_->rank();
-  const uint64_t ts = red_.typeSize(), S = uint64_t(op_->count) * ts;
-  const char* send = static_cast<const char*>(op_->sendbuff);
-  char* recv = static_cast<char*>(op_->recvbuff);
+  // Single copy: a plan, which compares the tags at its first barrier itself.
+  if (path_ == BoardPath::kCopy) return startPlan();
   // Every path's first phase is published with the call's tag: compare before using
   // anything another rank wrote (the check on; then every phase is a barrier).
   if (stage_ == 1 && !runAhead_ && !tagsAgree()) return;
@@ -286,104 +262,9 @@ void BoardRun::runStage() {
     return;
   }
   if (path_ == BoardPath::kInline && runAhead_) return runAheadInline();
-  if (path_ == BoardPath::kInline) {
-    if (stage_ == 1) return inlineResult();
-    writeInlinePart();
-    return publishAndWait();
-  }
-  // Single copy.
-  Board::Slot& my = b_->slot(me);
-  auto peerSend = [&](int p) { return b_->slot(p).sendAddr; };
-  switch (stage_) {
-    case 0:
-      my.sendAddr = uint64_t(reinterpret_cast<uintptr_t>(send));
-      my.recvAddr = uint64_t(reinterpret_cast<uintptr_t>(recv));
-      return publishAndWait();
-    case 1:
-      switch (op_->coll) {
-        case Coll::kAllReduce: {
-          const uint64_t lo = op_->count * uint64_t(me) / uint64_t(n);
-          const uint64_t hi = op_->count * uint64_t(me + 1) / uint64_t(n);
-          if (!reduceFromAll(recv + lo * ts, lo * ts, hi - lo)) return;
-          break;
-        }
-        case Coll::kReduce:
-          if (me == op_->root && !reduceFromAll(recv, 0, op_->count)) return;
-          break;
-        case Coll::kReduceScatter:
-          if (!reduceFromAll(recv, uint64_t(me) * S, op_->count)) return;
-          break;
-        case Coll::kBroadcast:
-          if (me != op_->root) {
-            if (!readFrom(op_->root, recv, peerSend(op_->root), S)) return;
-          } else if (recv != send) {
-            std::memcpy(recv, send, S);
-          }
-          break;
-        case Coll::kScatter:
-          if (me != op_->root) {
-            if (!readFrom(op_->root, recv, peerSend(op_->root) + uint64_t(me) * S, S)) return;
-          } else if (recv != send + uint64_t(me) * S) {
-            std::memcpy(recv, send + uint64_t(me) * S, S);
-          }
-          break;
-        case Coll::kGather:
-          if (me != op_->root) break;
-          [[fallthrough]];
-        case Coll::kAllGather:
-          for (int p = 0; p < n; ++p) {
-            char* dst = recv + uint64_t(p) * S;
-            if (p == me) {
-              if (dst != send) std::memcpy(dst, send, S);
-            } else if (!readFrom(p, dst, peerSend(p), S)) {
-              return;
-            }
-          }
-          break;
-        case Coll::kAllToAll: {
-          // In place, peers still read our buffer: results wait in a scratch buffer
-          // until everyone is done.
-          stagedResult_ = send < recv + S * uint64_t(n) && recv < send + S * uint64_t(n);
-          char* out = recv;
-          if (stagedResult_) {
-            if (staged_.size() < S * uint64_t(n)) staged_.resize(S * uint64_t(n));
-            out = staged_.data();
-          }
-          for (int p = 0; p < n; ++p) {
-            char* dst = out + uint64_t(p) * S;
-            if (p == me) {
-              if (dst != send + uint64_t(me) * S) std::memcpy(dst, send + uint64_t(me) * S, S);
-            } else if (!readFrom(p, dst, peerSend(p) + uint64_t(me) * S, S)) {
-              return;
-            }
-          }
-          break;
-        }
-        default: return fail("internal error: no board path for this collective");
-      }
-      return publishAndWait();
-    case 2:
-      if (op_->coll == Coll::kAllReduce) {
-        // Every chunk is final at its owner: copy the others' chunks.
-        for (int p = 0; p < n; ++p) {
-          if (p == me) continue;
-          const uint64_t lo = op_->count * uint64_t(p) / uint64_t(n);
-          const uint64_t hi = op_->count * uint64_t(p + 1) / uint64_t(n);
-          if (!readFrom(p, recv + lo * ts, b_->slot(p).recvAddr + lo * ts, (hi - lo) * ts)) return;
-        }
-        return publishAndWait();
-      }
-      if (stagedResult_) {
-        for (int p = 0; p < n; ++p)
-          if (p != me) std::memcpy(recv + uint64_t(p) * S, staged_.data() + uint64_t(p) * S, S);
-        std::vector<char>().swap(staged_);  // rare (in-place all-to-all): do not keep it
-      }
-      state_ = RunState::kDone;
-      return;
-    default:  // after the all-reduce's last phase
-      state_ = RunState::kDone;
-      return;
-  }
+  if (stage_ == 1) return inlineResult();
+  writeInlinePart();
+  publishAndWait();
 }
 
 }  // namespace braid

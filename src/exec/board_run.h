@@ -5,8 +5,10 @@
 //           wait for all, compute the result from every rank's inline data; rooted
 //           collectives too: a broadcast's root waits for the others to arrive, except
 //           with the check off, where roots may run ahead: board.h);
-//   copy    single copy: ranks publish their buffer addresses and read each other's
-//           buffers directly (memcpy in one process, process_vm_readv between
+//   copy    single copy, as a plan of direct-access steps (algorithms/*/peer_read.cc,
+//           allreduce/two_shot.cc) run by the host engine over the board
+//           (src/exec/board_peers.h): ranks publish their buffer addresses and read each
+//           other's buffers directly (memcpy in one process, process_vm_readv between
 //           processes), with one more phase so no rank returns while its buffers are
 //           being read. All-reduce is two-shot: rank r reduces chunk r of every rank's
 //           input (in rank order, so every rank gets the same bits), then every rank
@@ -22,12 +24,15 @@
 // times out and aborts for it.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "src/exec/op.h"
+#include "algorithms/plan.h"
+#include "src/exec/board_peers.h"
 #include "src/exec/call_tag.h"
 #include "src/exec/engine.h"
+#include "src/exec/op.h"
 #include "src/reduce/reducer.h"
 
 namespace braid {
@@ -57,7 +62,10 @@ class BoardRun {
   /// failure stopped us found one), ncclRemoteError otherwise.
   ncclResult_t errorCode() const { return mismatch_ ? ncclInvalidUsage : failedCode_; }
   /// The rank a wait is on (-1 if none).
-  int waitingOn() const { return waiting_ ? lagging_ : -1; }
+  int waitingOn() const {
+    if (planStarted_) return run_.waitingOn();
+    return waiting_ ? lagging_ : -1;
+  }
   std::string describeWait() const;
 
  private:
@@ -71,11 +79,11 @@ class BoardRun {
   /// After the first phase: whether every rank published the same call.
   bool tagsAgree();
   void fail(const std::string& why);
-  /// Result of reducing `elems` elements at byte offset `off` of every rank's send
-  /// buffer (rank order), into dst.
-  bool reduceFromAll(char* dst, uint64_t off, uint64_t elems);
-  bool readFrom(int r, void* dst, uint64_t remote, uint64_t n);
   void inlineResult();
+  /// The single-copy path: builds (or reuses) the call's direct-access plan and starts
+  /// it over the board.
+  void startPlan();
+  bool progressPlan();
 
   Board* b_ = nullptr;
   const OpRecord* op_ = nullptr;  ///< the caller's record (outlives the run)
@@ -90,8 +98,15 @@ class BoardRun {
   int waitRank_ = -1;    ///< ... by this rank only (-1: every rank)
   bool runAhead_ = false;  ///< the check is off: rooted collectives need not wait for all
   int lagging_ = -1;
-  bool stagedResult_ = false;  ///< all-to-all in place: results wait in staged_
-  std::vector<char> staged_;
+  // The single-copy path's plan, kept for the next call of the same shape. On the heap,
+  // as run_ points at it and at peers_ (a BoardRun may move with its task).
+  Comm* comm_ = nullptr;
+  std::unique_ptr<Plan> plan_;
+  PlanArgs planKey_;
+  std::vector<char> scratch_;  ///< the plan's scratch (all-to-all in place)
+  std::unique_ptr<BoardPeers> peers_;
+  PlanRun run_;
+  bool planStarted_ = false;
   RunState state_ = RunState::kDone;
   std::string error_;
 };

@@ -10,12 +10,25 @@
 namespace braid {
 namespace {
 
-bool needsRecv(StepKind k) {
-  return k != StepKind::kSend && k != StepKind::kCopy;
-}
-bool needsSend(StepKind k) {
-  return k == StepKind::kSend || k == StepKind::kRecvReduceSend ||
-         k == StepKind::kRecvReduceCopySend || k == StepKind::kRecvCopySend;
+bool needsRecv(StepKind k) { return stepRecvs(k); }
+bool needsSend(StepKind k) { return stepSends(k); }
+
+/// Direct-access reductions work through blocks of this many bytes (sources read from
+/// other processes go through bounce buffers), so sources and the partial result stay
+/// in cache.
+constexpr uint64_t kPeerBlockBytes = 32 << 10;
+
+struct PeerBounce {
+  std::vector<char> a, b, acc;
+};
+PeerBounce& peerBounce() {
+  thread_local PeerBounce b;
+  if (b.a.size() < kPeerBlockBytes) {
+    b.a.resize(kPeerBlockBytes);
+    b.b.resize(kPeerBlockBytes);
+    b.acc.resize(kPeerBlockBytes);
+  }
+  return b;
 }
 
 /// Holds a zero-copy entry's sender memory for one copy (see FifoReceiver::pinDirect);
@@ -100,6 +113,8 @@ void PlanRun::start(const Plan* plan, PlanBuffers bufs, const Reducer& red, Conn
   streamOut_ = plan->outputElems * red.typeSize() >= conns->streamOutputMinBytes();
   programs_.assign(plan->programs.size(), ProgramState{});
   directUsed_.clear();
+  signals_ = 0;
+  waitPeer_ = -1;
   tag_ = tag;
   error_.clear();
   errorCode_ = ncclSuccess;
@@ -161,6 +176,12 @@ bool PlanRun::progressProgram(const Program& prog, ProgramState& ps) {
   bool moved = false;
   while (ps.step < prog.steps.size()) {
     const Step& s = prog.steps[ps.step];
+    if (isDirectAccess(s.kind)) {
+      if (!directStep(s)) return moved;  // waiting, or failed
+      ++ps.step;
+      moved = true;
+      continue;
+    }
     moved |= progressStep(s, ps);
     if (state_ == RunState::kError) return moved;
     if (ps.done < s.count() * red_.typeSize()) break;  // blocked mid-step
@@ -314,6 +335,11 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
         ps.done += n;
       }
       break;
+    case StepKind::kSignal:
+    case StepKind::kWait:
+    case StepKind::kPeerCopy:
+    case StepKind::kPeerReduce:
+      break;  // directStep runs these (progressProgram)
   }
 
   if (ps.done < total) {
@@ -396,7 +422,100 @@ bool PlanRun::pullBounce(FifoReceiver* in, int peer, const char** p, uint64_t* n
   return true;
 }
 
+bool PlanRun::directStep(const Step& s) {
+  PeerAccess* peers = conns_->peerAccess();
+  if (!peers) {
+    fail("internal error: plan step " + std::string(stepKindName(s.kind)) +
+         " needs direct access to the other ranks, which this executor does not have");
+    return false;
+  }
+  const uint64_t ts = red_.typeSize(), bytes = s.count() * ts;
+  switch (s.kind) {
+    case StepKind::kSignal:
+      peers->signal(bufs_);
+      ++signals_;
+      return true;
+    case StepKind::kWait: {
+      std::string why;
+      ncclResult_t code = ncclRemoteError;
+      if (peers->reached(s.recvPeer, signals_, &waitPeer_, &why, &code)) {
+        waitPeer_ = -1;
+        return true;
+      }
+      if (!why.empty()) fail(why, code);
+      return false;
+    }
+    case StepKind::kPeerCopy: {
+      char* dst = regionPtr(s.dst);
+      if (const char* v = peers->view(s.recvPeer, s.src.buf, s.src.offset * ts)) {
+        if (v != dst) std::memcpy(dst, v, bytes);
+        return true;
+      }
+      if (const int e = peers->read(s.recvPeer, s.src.buf, s.src.offset * ts, dst, bytes)) {
+        fail("reading " + std::to_string(bytes) + " bytes of " + peerName(s.recvPeer) +
+             "'s buffer failed: " + std::strerror(e));
+        return false;
+      }
+      return true;
+    }
+    case StepKind::kPeerReduce: {
+      if (red_.hasPre()) {  // each rank's own scalar: only the owner of an input has it
+        fail("internal error: a direct-access reduction cannot apply PreMulSum's per-rank "
+             "scalars");
+        return false;
+      }
+      // Every rank's src, reduced in rank order (every rank computing an element gets
+      // the same bits), block by block.
+      const int n = peers->nranks();
+      PeerBounce& pb = peerBounce();
+      char* out = regionPtr(s.dst);
+      const uint64_t blk = kPeerBlockBytes / ts;
+      for (uint64_t e = 0; e < s.count(); e += blk) {
+        const uint64_t k = std::min(blk, s.count() - e), off = e * ts;
+        const char* s0 = peerBytes(0, s.src, off, k * ts, pb.a.data());
+        const char* s1 = s0 && n > 1 ? peerBytes(1, s.src, off, k * ts, pb.b.data()) : nullptr;
+        if (!s0 || (n > 1 && !s1)) return false;
+        if (n == 1) {
+          red_.copy(out + off, s0, k, s.flags & kPostOp);
+          continue;
+        }
+        if (n == 2) {
+          red_.reduce(out + off, s1, s0, k, s.flags & kPostOp);
+          continue;
+        }
+        red_.reduce(pb.acc.data(), s1, s0, k, 0);
+        for (int p = 2; p < n; ++p) {
+          const char* sp = peerBytes(p, s.src, off, k * ts, pb.b.data());
+          if (!sp) return false;
+          const bool last = p == n - 1;
+          red_.reduce(last ? out + off : pb.acc.data(), sp, pb.acc.data(), k,
+                      last ? (s.flags & kPostOp) : 0);
+        }
+      }
+      return true;
+    }
+    default:
+      break;
+  }
+  fail("internal error: step " + std::string(stepKindName(s.kind)) + " is not direct access");
+  return false;
+}
+
+const char* PlanRun::peerBytes(int p, const Region& src, uint64_t off, uint64_t n, char* into) {
+  PeerAccess* peers = conns_->peerAccess();
+  const uint64_t at = src.offset * red_.typeSize() + off;
+  if (p == peers->rank()) return regionPtr(src) + off;
+  if (const char* v = peers->view(p, src.buf, at)) return v;
+  if (const int e = peers->read(p, src.buf, at, into, n)) {
+    fail("reading " + std::to_string(n) + " bytes of " + peerName(p) +
+         "'s buffer failed: " + std::strerror(e));
+    return nullptr;
+  }
+  return into;
+}
+
 int PlanRun::waitingOn() const {
+  if (waitPeer_ >= 0) return waitPeer_;
   for (size_t i = 0; i < programs_.size(); ++i) {
     const Program& prog = plan_->programs[i];
     const ProgramState& ps = programs_[i];
@@ -432,6 +551,9 @@ std::string PlanRun::describeWait() const {
     }
     if (needsSend(s.kind))
       return "waiting for " + peerName(s.sendPeer) + " to drain its FIFO" + where;
+    if (s.kind == StepKind::kWait && waitPeer_ >= 0)
+      return "waiting for " + peerName(waitPeer_) + " to signal " + std::to_string(signals_) +
+             where;
     return "running" + where;
   }
   if (!directUsed_.empty()) return "waiting for peers to read zero-copy data";

@@ -18,6 +18,37 @@
 
 namespace braid {
 
+/// The user buffers a plan's Regions refer to.
+struct PlanBuffers {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  void* scratch = nullptr;  ///< Plan::scratchElems elements, owned by the caller
+};
+
+/// What runs a plan's direct-access steps (algorithms/plan.h, kSignal .. kPeerReduce):
+/// the other ranks' buffers of the same call and one signal count per rank. The flag
+/// board implements it on one host (src/exec/board_peers.h), the simulator in memory.
+class PeerAccess {
+ public:
+  virtual ~PeerAccess() = default;
+  virtual int nranks() const = 0;
+  virtual int rank() const = 0;
+  /// Posts this rank's next signal of the run (the first announces `bufs`, this rank's
+  /// buffers of the call, before it is posted).
+  virtual void signal(const PlanBuffers& bufs) = 0;
+  /// Whether `peer` (kAllPeers: every rank) has posted `k` signals of this run. If not:
+  /// *lagging is a rank that has not; a failure to report (the rank failed, or the
+  /// first signals' calls differ) is set in *why and *code, and ends the run.
+  virtual bool reached(int peer, uint64_t k, int* lagging, std::string* why,
+                       ncclResult_t* code) = 0;
+  /// Where this rank can address rank p's bytes at byte `off` of its buffer `buf`, or
+  /// null where it cannot (another process: read() them). Valid after a wait saw p's
+  /// first signal.
+  virtual const char* view(int p, Buf buf, uint64_t off) = 0;
+  /// Copies n such bytes into dst. Returns 0 or an errno.
+  virtual int read(int p, Buf buf, uint64_t off, void* dst, uint64_t n) = 0;
+};
+
 /// Where a plan's connections are: one FIFO end per (peer, channel, direction).
 class ConnTable {
  public:
@@ -43,6 +74,9 @@ class ConnTable {
     (void)channel;
     return UINT64_MAX;
   }
+  /// Direct access to the other ranks of the call (nullptr: none; plans with
+  /// direct-access steps then fail).
+  virtual PeerAccess* peerAccess() { return nullptr; }
   /// Why the connections to `peer` failed (for messages once one was found closed; ""
   /// when the transport cannot say).
   virtual std::string whyClosed(int peer) {
@@ -60,13 +94,6 @@ class ConnTable {
     (void)red;
     return Announce::kNoSwitch;
   }
-};
-
-/// The user buffers a plan's Regions refer to.
-struct PlanBuffers {
-  const void* send = nullptr;
-  void* recv = nullptr;
-  void* scratch = nullptr;  ///< Plan::scratchElems elements, owned by the caller
 };
 
 enum class RunState { kRunning, kDone, kError };
@@ -108,6 +135,10 @@ class PlanRun {
   };
   bool progressProgram(const Program& prog, ProgramState& ps);
   bool progressStep(const Step& s, ProgramState& ps);
+  /// Runs a direct-access step; false while it waits (or failed).
+  bool directStep(const Step& s);
+  /// Rank p's src bytes [off, off + n) of step s: in place, or read into `into`.
+  const char* peerBytes(int p, const Region& src, uint64_t off, uint64_t n, char* into);
   void fail(const std::string& why, ncclResult_t code = ncclRemoteError);
   /// Whether the front slot of `in` (from `peer`) belongs to this run's call; fails
   /// the run with a mismatch otherwise.
@@ -150,6 +181,8 @@ class PlanRun {
   /// Senders with direct entries to drain, and the peer each one goes to.
   std::vector<std::pair<FifoSender*, int>> directUsed_;
   CallTag tag_;
+  uint64_t signals_ = 0;  ///< direct-access signals this run posted
+  int waitPeer_ = -1;     ///< the rank a direct-access wait is on
   RunState state_ = RunState::kRunning;
   std::string error_;
   ncclResult_t errorCode_ = ncclSuccess;

@@ -191,8 +191,10 @@ int main(int argc, char** argv) {
   for (const braid::Algorithm& a : braid::allAlgorithms()) {
     // " [switch]": an in-network algorithm, usable only where a switch serves the call
     // (NCCL_COLLNET_ENABLE=1 BRAID_SWITCH=...); tests/multinode/mn_lib.sh reads it.
-    printf("  %-14s %-9s%s%s%s%s\n", braid::collName(a.coll), a.name, a.ncclName ? " (" : "",
-           a.ncclName ? a.ncclName : "", a.ncclName ? ")" : "", a.needsSwitch ? " [switch]" : "");
+    // " [direct access]": run where the ranks reach each other's buffers (the flag board).
+    printf("  %-14s %-9s%s%s%s%s%s\n", braid::collName(a.coll), a.name, a.ncclName ? " (" : "",
+           a.ncclName ? a.ncclName : "", a.ncclName ? ")" : "", a.needsSwitch ? " [switch]" : "",
+           a.needsPeerAccess ? " [direct access]" : "");
     if (!brief) wrap(a.description, 6, 80);
   }
   return 0;

@@ -146,6 +146,7 @@ TEST(Registry, EmptyCallsBuildEmptyPlans) {
       args.rank = n - 1;
       args.count = 0;
       args.collnet = a.needsSwitch;  // else they decline
+      args.peerAccess = a.needsPeerAccess;
       Plan plan;
       ASSERT_TRUE(a.build(args, PlanParams{}, &plan)) << collName(a.coll) << "/" << a.name;
       EXPECT_EQ(plan.programs.size(), 0u) << collName(a.coll) << "\n" << plan.toString();

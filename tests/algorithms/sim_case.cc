@@ -102,6 +102,13 @@ CaseResult runCase(const CaseSpec& spec) {
   const size_t ts = t.size;
   const Op op = isReducing(coll) ? spec.op : Op::kNone;
 
+  if (spec.algo->needsPeerAccess && op == Op::kPreMulSum) {
+    // Each rank scales its own input by its own scalar; a rank reducing its peers'
+    // inputs directly has only its own (the flag board never takes PreMulSum).
+    result.status = CaseStatus::kUnsupported;
+    result.message = spec.describe() + ": direct-access reductions take built-in ops only";
+    return result;
+  }
   // ---- plans -------------------------------------------------------------------
   std::vector<Plan> plans(n);
   for (int r = 0; r < n; ++r) {
@@ -115,6 +122,7 @@ CaseResult runCase(const CaseSpec& spec) {
     args.inPlace = spec.inPlace;
     args.layout = spec.layout;
     args.collnet = usesSwitch(spec.algo);
+    args.peerAccess = spec.algo->needsPeerAccess;
     plans[r].algorithm = spec.algo->name;
     if (!spec.algo->build(args, spec.setup.params, &plans[r])) {
       if (r > 0) {
@@ -250,6 +258,9 @@ CaseResult runCase(const CaseSpec& spec) {
   }
   SimGeometry geo = spec.setup.geo;
   geo.direct = geo.direct && spec.allowDirect;
+  // Direct access: odd counts reach the peers' bytes by copies (as between processes),
+  // even counts through pointers (as within one).
+  geo.peerReads = spec.count % 2 == 1;
   Simulator sim(n, spec.setup.params.nChannels, geo);
   if (usesSwitch(spec.algo))
     sim.enableSwitch(spec.layout ? spec.layout

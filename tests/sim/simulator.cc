@@ -1,5 +1,8 @@
 #include "tests/sim/simulator.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <new>
 #include <set>
 
@@ -10,11 +13,8 @@ namespace braid {
 
 namespace {
 
-bool sends(StepKind k) {
-  return k == StepKind::kSend || k == StepKind::kRecvReduceSend ||
-         k == StepKind::kRecvReduceCopySend || k == StepKind::kRecvCopySend;
-}
-bool recvs(StepKind k) { return k != StepKind::kSend && k != StepKind::kCopy; }
+bool sends(StepKind k) { return stepSends(k); }
+bool recvs(StepKind k) { return stepRecvs(k); }
 
 std::string where(int rank, size_t prog, size_t step, const Step& s) {
   return "rank " + std::to_string(rank) + " program " + std::to_string(prog) + " step " +
@@ -31,6 +31,112 @@ std::string checkRegion(const Region& r, const SimRank& rk) {
            " region [" +
            std::to_string(r.offset) + ", +" + std::to_string(r.count) +
            ") outside the buffer of " + std::to_string(limit) + " elements";
+  return "";
+}
+
+/// The static form of one direct-access step (algorithms/plan.h's contract).
+std::string checkDirectStep(const Step& s, const SimRank& rk, int r, int n, size_t programs) {
+  if (programs != 1) return "direct-access steps in a plan of more than one program";
+  const bool moves = s.kind == StepKind::kPeerCopy || s.kind == StepKind::kPeerReduce;
+  if (!moves) {
+    if (s.src.buf != Buf::kNone || s.dst.buf != Buf::kNone) return "a signal or wait with regions";
+    if (s.kind == StepKind::kWait && s.recvPeer != kAllPeers &&
+        (s.recvPeer < 0 || s.recvPeer >= n || s.recvPeer == r))
+      return "bad wait peer";
+    return "";
+  }
+  if (s.count() == 0) return "moves zero elements";
+  if (s.src.buf == Buf::kNone || s.dst.buf == Buf::kNone || s.src.count != s.dst.count)
+    return "src and dst regions must both be there, of one size";
+  if (s.kind == StepKind::kPeerCopy && (s.recvPeer < 0 || s.recvPeer >= n || s.recvPeer == r))
+    return "bad peer to read from";
+  if (s.flags & kPreOp) return "kPreOp on a direct-access step (PreMulSum needs the owner's scalar)";
+  for (const Region* reg : {&s.src, &s.dst}) {
+    std::string e = checkRegion(*reg, rk);
+    if (!e.empty()) return e;
+  }
+  return "";
+}
+
+/// The orders algorithms/plan.h's direct-access contract asks for, checked on every
+/// rank's steps without running them: every read of a peer's bytes against every write
+/// of those bytes by their owner (one must be known to come first), the buffers
+/// announced before any read, no rank ending while its bytes may still be read, and
+/// every rank posting the same number of signals. Addresses are the ranks' real
+/// buffers, so in-place aliasing between send and recv counts.
+std::string checkDirectAccess(const std::vector<SimRank>& ranks, size_t ts) {
+  const int n = static_cast<int>(ranks.size());
+  struct Access {
+    int rank;        ///< who reads or writes
+    int owner;       ///< whose memory
+    uint64_t lo, hi; ///< byte addresses in the owner's memory
+    uint64_t epoch;  ///< signals the actor had posted before
+    std::vector<uint64_t> known;  ///< per rank: signals of it the actor had waited for
+    std::string at;
+  };
+  std::vector<Access> reads, writes;
+  std::vector<uint64_t> signals(static_cast<size_t>(n), 0);
+  std::vector<std::vector<uint64_t>> finalKnown(static_cast<size_t>(n));
+  bool any = false;
+  for (int r = 0; r < n; ++r) {
+    const Plan* plan = ranks[size_t(r)].plan;
+    std::vector<uint64_t> known(size_t(n), 0);
+    auto addr = [&](int owner, const Region& reg) {
+      const PlanBuffers& b = ranks[size_t(owner)].bufs;
+      const uint64_t base =
+          reg.buf == Buf::kSend    ? uint64_t(reinterpret_cast<uintptr_t>(b.send))
+          : reg.buf == Buf::kRecv  ? uint64_t(reinterpret_cast<uintptr_t>(b.recv))
+                                   : (uint64_t(1) << 62);  // scratch: apart from the rest
+      return std::make_pair(base + reg.offset * ts, base + (reg.offset + reg.count) * ts);
+    };
+    for (size_t pi = 0; pi < plan->programs.size(); ++pi) {
+      const auto& steps = plan->programs[pi].steps;
+      for (size_t si = 0; si < steps.size(); ++si) {
+        const Step& s = steps[si];
+        const std::string at = where(r, pi, si, s);
+        uint64_t& sig = signals[size_t(r)];
+        if (s.kind == StepKind::kSignal) { ++sig; any = true; continue; }
+        if (s.kind == StepKind::kWait) {
+          for (int p = 0; p < n; ++p)
+            if (p != r && (s.recvPeer == kAllPeers || s.recvPeer == p))
+              known[size_t(p)] = std::max(known[size_t(p)], sig);
+          continue;
+        }
+        if (s.kind == StepKind::kPeerCopy || s.kind == StepKind::kPeerReduce) {
+          any = true;
+          for (int p = 0; p < n; ++p) {
+            if (p == r || (s.kind == StepKind::kPeerCopy && p != s.recvPeer)) continue;
+            const auto iv = addr(p, s.src);
+            reads.push_back(Access{r, p, iv.first, iv.second, sig, known, at});
+          }
+        }
+        if (s.dst.buf != Buf::kNone) {
+          const auto iv = addr(r, s.dst);
+          writes.push_back(Access{r, r, iv.first, iv.second, sig, known, at});
+        }
+      }
+    }
+    finalKnown[size_t(r)] = known;
+  }
+  if (!any) return "";
+  for (int r = 1; r < n; ++r)
+    if (signals[size_t(r)] != signals[0])
+      return "rank " + std::to_string(r) + " posts " + std::to_string(signals[size_t(r)]) +
+             " signals, rank 0 " + std::to_string(signals[0]) + ": every rank must post as many";
+  for (const Access& rd : reads) {
+    const int q = rd.rank, p = rd.owner;
+    if (rd.known[size_t(p)] < 1)
+      return rd.at + ": reads rank " + std::to_string(p) + "'s buffer before seeing its first signal";
+    if (finalKnown[size_t(p)][size_t(q)] < rd.epoch + 1)
+      return rd.at + ": rank " + std::to_string(p) + " may end its run while this reads its buffer";
+    for (const Access& wr : writes) {
+      if (wr.owner != p || wr.hi <= rd.lo || rd.hi <= wr.lo) continue;
+      const bool writeFirst = rd.known[size_t(p)] >= wr.epoch + 1;
+      const bool readFirst = wr.known[size_t(q)] >= rd.epoch + 1;
+      if (!writeFirst && !readFirst)
+        return rd.at + ": races with " + wr.at + " (neither is known to come first)";
+    }
+  }
   return "";
 }
 
@@ -51,6 +157,11 @@ std::string checkPlans(const std::vector<SimRank>& ranks, int nChannels, size_t 
       for (size_t si = 0; si < steps.size(); ++si) {
         const Step& s = steps[si];
         const std::string at = where(r, pi, si, s);
+        if (isDirectAccess(s.kind)) {
+          std::string e = checkDirectStep(s, ranks[r], r, n, plan->programs.size());
+          if (!e.empty()) return at + ": " + e;
+          continue;
+        }
         if (s.channel >= nChannels) return at + ": channel " + std::to_string(s.channel) +
                                            " >= nChannels " + std::to_string(nChannels);
         if (s.count() == 0) return at + ": moves zero elements";
@@ -102,7 +213,7 @@ std::string checkPlans(const std::vector<SimRank>& ranks, int nChannels, size_t 
            (kv.second > 0 ? "sends " : "receives ") + std::to_string(kv.second > 0 ? kv.second : -kv.second) +
            " bytes more than the other side " + (kv.second > 0 ? "receives" : "sends");
   }
-  return "";
+  return checkDirectAccess(ranks, typeSize);
 }
 
 /// One simulated connection: heap memory holding the FIFO, and both of its ends.
@@ -132,10 +243,56 @@ struct Simulator::SwitchEnd {
   FifoReceiver fromSwitch;
 };
 
+/// Direct access between the simulated ranks: their buffers are in this process.
+/// With SimGeometry::peerReads, peers' bytes come through read() (copies, as between
+/// processes) instead of pointers.
+class Simulator::Peers : public PeerAccess {
+ public:
+  Peers(Simulator* sim, int rank) : sim_(sim), rank_(rank) {}
+  int nranks() const override { return sim_->nranks_; }
+  int rank() const override { return rank_; }
+  void signal(const PlanBuffers& bufs) override {
+    auto& st = sim_->peerState_[size_t(rank_)];
+    if (st.signals == 0) st.bufs = bufs;
+    ++st.signals;
+  }
+  bool reached(int peer, uint64_t k, int* lagging, std::string* why, ncclResult_t* code) override {
+    (void)why;
+    (void)code;
+    for (int p = 0; p < sim_->nranks_; ++p)
+      if ((peer == kAllPeers || p == peer) && sim_->peerState_[size_t(p)].signals < k) {
+        *lagging = p;
+        return false;
+      }
+    return true;
+  }
+  const char* view(int p, Buf buf, uint64_t off) override {
+    return sim_->geo_.peerReads ? nullptr : at(p, buf, off);
+  }
+  int read(int p, Buf buf, uint64_t off, void* dst, uint64_t n) override {
+    const char* src = at(p, buf, off);
+    if (!src) return EFAULT;
+    std::memcpy(dst, src, n);
+    return 0;
+  }
+
+ private:
+  const char* at(int p, Buf buf, uint64_t off) const {
+    const auto& st = sim_->peerState_[size_t(p)];
+    if (st.signals == 0) return nullptr;  // not announced yet (checkPlans finds that first)
+    const void* base = buf == Buf::kSend ? st.bufs.send : buf == Buf::kRecv ? st.bufs.recv
+                                                                            : st.bufs.scratch;
+    return base ? static_cast<const char*>(base) + off : nullptr;
+  }
+  Simulator* sim_;
+  int rank_;
+};
+
 /// The connections of one rank, as PlanRun sees them.
 class Simulator::Conns : public ConnTable {
  public:
-  Conns(Simulator* sim, int rank) : sim_(sim), rank_(rank) {}
+  Conns(Simulator* sim, int rank) : sim_(sim), rank_(rank), peers_(sim, rank) {}
+  PeerAccess* peerAccess() override { return &peers_; }
   FifoSender* sender(int peer, int channel) override {
     if (peer == kSwitchPeer) {
       SwitchEnd* e = switchEnd(channel);
@@ -171,6 +328,7 @@ class Simulator::Conns : public ConnTable {
   }
   Simulator* sim_;
   int rank_;
+  Peers peers_;
 };
 
 Simulator::Simulator(int nranks, int nChannels, SimGeometry geometry)
@@ -236,6 +394,7 @@ SimResult Simulator::run(const std::vector<SimRank>& ranks) {
     return res;
   }
   fifos_.clear();
+  peerState_.assign(size_t(nranks_), PeerState{});
   std::vector<std::unique_ptr<SwitchEnd>> ends;
   struct EndsScope {  // the switch ends live for this run only
     Simulator* sim;

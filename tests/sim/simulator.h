@@ -28,6 +28,9 @@ struct SimGeometry {
   /// Whether connections accept zero-copy ("direct") entries; a rank's PlanRun uses
   /// them only if its SimRank::allowDirect is set too.
   bool direct = false;
+  /// Direct-access steps reach the other ranks' bytes by copies (PeerAccess::read, as
+  /// between processes) instead of pointers.
+  bool peerReads = false;
 };
 
 /// One rank's part of a simulated collective.
@@ -51,7 +54,9 @@ struct SimResult {
 /// Static checks of a set of plans (one per rank) against the Plan contract: channels
 /// and peers in range, no empty steps, no two programs of a plan on the same (peer,
 /// channel, direction), regions inside the buffers, connection steps of at most
-/// maxStepBytes (0: unchecked), and every connection's sent bytes == received bytes.
+/// maxStepBytes (0: unchecked), every connection's sent bytes == received bytes, and
+/// the orders of algorithms/plan.h's direct-access contract (reads of a peer's bytes
+/// against its writes of them, announcing before reading, not ending while read).
 /// Returns "" if all hold, else a description of the first violation.
 std::string checkPlans(const std::vector<SimRank>& ranks, int nChannels, size_t typeSize,
                        uint64_t maxStepBytes);
@@ -77,6 +82,11 @@ class Simulator {
   struct Fifo;
   struct SwitchEnd;
   class Conns;
+  class Peers;
+  struct PeerState {  ///< one rank's direct-access side, for this run
+    uint64_t signals = 0;
+    PlanBuffers bufs;  ///< announced with its first signal
+  };
   Fifo* fifo(int src, int dst, int channel);
   std::string makeSwitch(std::vector<std::unique_ptr<SwitchEnd>>* ends);
 
@@ -86,6 +96,7 @@ class Simulator {
   std::map<std::tuple<int, int, int>, std::unique_ptr<Fifo>> fifos_;
   std::shared_ptr<const RankLayout> switchLayout_;
   std::vector<std::unique_ptr<SwitchEnd>>* switchEnds_ = nullptr;  ///< during run()
+  std::vector<PeerState> peerState_;
 };
 
 }  // namespace braid

@@ -1,0 +1,31 @@
+// Gather by direct access: after a barrier the root reads every rank's send buffer
+// into its block of the output; a second barrier keeps those buffers in place until it
+// has.
+#include "algorithms/builders.h"
+#include "algorithms/patterns/program_writer.h"
+
+namespace braid {
+namespace builders {
+
+bool gatherPeerRead(const PlanArgs& a, const PlanParams& p, Plan* plan) {
+  (void)p;
+  if (!a.peerAccess) return false;
+  if (a.count == 0) return true;  // nothing to move: no steps (on every rank alike)
+  const int n = a.nranks, r = a.rank;
+  const uint64_t c = a.count;
+  const Region own{Buf::kSend, 0, c};
+  patterns::ProgramWriter w(plan, 0);
+  w.barrier();
+  if (r == a.root) {
+    if (!a.inPlace) w.copy(own, Region{Buf::kRecv, uint64_t(r) * c, c});
+    for (int i = 1; i < n; ++i) {
+      const int q = (r + i) % n;
+      w.peerCopy(q, own, Region{Buf::kRecv, uint64_t(q) * c, c});
+    }
+  }
+  w.barrier();
+  return true;
+}
+
+}  // namespace builders
+}  // namespace braid
