@@ -6,6 +6,7 @@
 #include "algorithms/cost.h"
 
 #include "algorithms/patterns/tree.h"
+#include "algorithms/registry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -309,8 +310,19 @@ double collNetGather(const Ctx& c, bool reduce) {  // all-gather / reduce-scatte
 
 }  // namespace
 
-double predictUs(const char* algorithm, const CostQuery& q) {
-  if (!q.model || !algorithm) return -1;
+namespace {
+
+/// A direct-access algorithm (algorithms/plan.h): `barriers` signal-and-wait rounds,
+/// then each rank reads `read` bytes of its peers' buffers and reduces `reduced`.
+double directAccess(const Ctx& c, int barriers, double read, double reduced) {
+  const double bw = c.N > 1 ? c.interBw(c.m) : c.intraBw();
+  return barriers * (c.M->stepUs + onceAlpha(c)) + read / bw + c.reduce(reduced);
+}
+
+/// The query as formulas see it; one rank moves nothing but its own copy.
+template <class F>
+double predict(const CostQuery& q, F formula) {
+  if (!q.model) return -1;
   Ctx c;
   c.n = std::max(q.nranks, 1);
   c.M = q.model;
@@ -327,51 +339,123 @@ double predictUs(const char* algorithm, const CostQuery& q) {
   c.p = double(std::max<uint64_t>(q.sliceBytes, 64));
   c.nChannels = std::max(q.nChannels, 1);
   if (c.n == 1) return q.model->stepUs + c.S / Ctx::bpu(q.model->reduceGbps);
-  const std::string a = algorithm;
-  switch (q.coll) {
-    case Coll::kAllReduce:
-      if (a == "ring") return ringAllReduce(c);
-      if (a == "direct") return allToAllOnce(c, c.S) + c.reduce((c.n - 1) * c.S);
-      if (a == "tree") return tree(c);
-      if (a == "rabenseifner") return rabenseifner(c);
-      if (a == "hier") return c.uniform ? hierAllReduce(c) : -1;
-      if (a == "collnet_chain") return c.uniform ? collNetChain(c) : -1;
-      if (a == "collnet_direct") return c.uniform ? collNetDirect(c) : -1;
-      break;
-    case Coll::kAllGather:
-      if (a == "ring") return ringGather(c, false);
-      if (a == "direct") return allToAllOnce(c, c.S / c.n);
-      if (a == "bruck") return bruckAllGather(c);
-      if (a == "hier") return c.uniform ? hierGather(c, false) : -1;
-      if (a == "collnet") return c.uniform ? collNetGather(c, false) : -1;
-      break;
-    case Coll::kReduceScatter:
-      if (a == "ring") return ringGather(c, true);
-      if (a == "direct") return allToAllOnce(c, c.S / c.n) + c.reduce((c.n - 1) * c.S / c.n);
-      if (a == "hier") return c.uniform ? hierGather(c, true) : -1;
-      if (a == "collnet") return c.uniform ? collNetGather(c, true) : -1;
-      break;
-    case Coll::kAllToAll:
-      if (a == "pairwise") return pairwise(c);
-      if (a == "bruck") return bruckAllToAll(c);
-      if (a == "hier") return c.uniform ? hierAllToAll(c) : -1;
-      break;
-    case Coll::kBroadcast:
-      if (a == "chain") return chain(c, false);
-      if (a == "direct") return rootedOnce(c, c.S);
-      break;
-    case Coll::kReduce:
-      if (a == "chain") return chain(c, true);
-      if (a == "direct") return rootedOnce(c, c.S) + c.reduce((c.n - 1) * c.S);
-      break;
-    case Coll::kGather:
-    case Coll::kScatter:
-      if (a == "direct") return rootedOnce(c, c.S / c.n);
-      break;
-    default:
-      break;
-  }
-  return -1;
+  return formula(c);
+}
+
+}  // namespace
+
+namespace costs {
+
+double allReduceRing(const CostQuery& q) { return predict(q, ringAllReduce); }
+double allReduceDirect(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return allToAllOnce(c, c.S) + c.reduce((c.n - 1) * c.S); });
+}
+double allReduceTree(const CostQuery& q) { return predict(q, tree); }
+double allReduceRabenseifner(const CostQuery& q) { return predict(q, rabenseifner); }
+double allReduceHier(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return c.uniform ? hierAllReduce(c) : -1; });
+}
+double allReduceCollNetChain(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return c.uniform ? collNetChain(c) : -1; });
+}
+double allReduceCollNetDirect(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return c.uniform ? collNetDirect(c) : -1; });
+}
+double allReduceTwoShot(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) {
+    const double part = (c.n - 1) * c.S / c.n;
+    return directAccess(c, 3, 2 * part, part);
+  });
+}
+
+double allGatherRing(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return ringGather(c, false); });
+}
+double allGatherDirect(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return allToAllOnce(c, c.S / c.n); });
+}
+double allGatherBruck(const CostQuery& q) { return predict(q, bruckAllGather); }
+double allGatherHier(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return c.uniform ? hierGather(c, false) : -1; });
+}
+double allGatherCollNet(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return c.uniform ? collNetGather(c, false) : -1; });
+}
+double allGatherPeerRead(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return directAccess(c, 2, (c.n - 1) * c.S / c.n, 0); });
+}
+
+double reduceScatterRing(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return ringGather(c, true); });
+}
+double reduceScatterDirect(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) {
+    return allToAllOnce(c, c.S / c.n) + c.reduce((c.n - 1) * c.S / c.n);
+  });
+}
+double reduceScatterHier(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return c.uniform ? hierGather(c, true) : -1; });
+}
+double reduceScatterCollNet(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return c.uniform ? collNetGather(c, true) : -1; });
+}
+double reduceScatterPeerRead(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) {
+    const double part = (c.n - 1) * c.S / c.n;
+    return directAccess(c, 2, part, part);
+  });
+}
+
+double allToAllPairwise(const CostQuery& q) { return predict(q, pairwise); }
+double allToAllBruck(const CostQuery& q) { return predict(q, bruckAllToAll); }
+double allToAllHier(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return c.uniform ? hierAllToAll(c) : -1; });
+}
+double allToAllPeerRead(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return directAccess(c, 2, (c.n - 1) * c.S / c.n, 0); });
+}
+
+double broadcastChain(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return chain(c, false); });
+}
+double broadcastDirect(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return rootedOnce(c, c.S); });
+}
+double broadcastPeerRead(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return directAccess(c, 2, c.S, 0); });
+}
+
+double reduceChain(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return chain(c, true); });
+}
+double reduceDirect(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return rootedOnce(c, c.S) + c.reduce((c.n - 1) * c.S); });
+}
+double reducePeerRead(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) {
+    return directAccess(c, 2, (c.n - 1) * c.S, (c.n - 1) * c.S);
+  });
+}
+
+double gatherDirect(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return rootedOnce(c, c.S / c.n); });
+}
+double gatherPeerRead(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return directAccess(c, 2, (c.n - 1) * c.S / c.n, 0); });
+}
+double scatterDirect(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return rootedOnce(c, c.S / c.n); });
+}
+double scatterPeerRead(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) { return directAccess(c, 2, c.S / c.n, 0); });
+}
+
+}  // namespace costs
+
+double predictUs(const char* algorithm, const CostQuery& q) {
+  if (!algorithm) return -1;
+  const Algorithm* a = findAlgorithm(q.coll, algorithm);
+  return a && a->cost ? a->cost(q) : -1;
 }
 
 namespace {

@@ -50,8 +50,48 @@ struct CostQuery {
   const CostModel* model = nullptr;
 };
 
-/// Predicted microseconds of `algorithm` (its registry name) for the query, or a
-/// negative value if the model has no formula for it (the tuner then ranks it last).
+/// Predicted microseconds of `algorithm` (its registry name or NCCL name) for the
+/// query, or a negative value if the model has no formula for it (the tuner then ranks
+/// it last). The same as the registry row's Algorithm::cost.
 double predictUs(const char* algorithm, const CostQuery& q);
+
+/// The formulas, one per algorithm, named as its builder (algorithms/builders.h); each
+/// sits on its algorithm's registry row (Algorithm::cost). Negative: no prediction for
+/// this query (a hierarchical algorithm on nodes of different sizes, no model).
+namespace costs {
+double allReduceRing(const CostQuery& q);
+double allReduceDirect(const CostQuery& q);
+double allReduceTree(const CostQuery& q);
+double allReduceRabenseifner(const CostQuery& q);
+double allReduceHier(const CostQuery& q);
+double allReduceCollNetChain(const CostQuery& q);
+double allReduceCollNetDirect(const CostQuery& q);
+double allReduceTwoShot(const CostQuery& q);
+double allGatherRing(const CostQuery& q);
+double allGatherDirect(const CostQuery& q);
+double allGatherBruck(const CostQuery& q);
+double allGatherHier(const CostQuery& q);
+double allGatherCollNet(const CostQuery& q);
+double allGatherPeerRead(const CostQuery& q);
+double reduceScatterRing(const CostQuery& q);
+double reduceScatterDirect(const CostQuery& q);
+double reduceScatterHier(const CostQuery& q);
+double reduceScatterCollNet(const CostQuery& q);
+double reduceScatterPeerRead(const CostQuery& q);
+double allToAllPairwise(const CostQuery& q);
+double allToAllBruck(const CostQuery& q);
+double allToAllHier(const CostQuery& q);
+double allToAllPeerRead(const CostQuery& q);
+double broadcastChain(const CostQuery& q);
+double broadcastDirect(const CostQuery& q);
+double broadcastPeerRead(const CostQuery& q);
+double reduceChain(const CostQuery& q);
+double reduceDirect(const CostQuery& q);
+double reducePeerRead(const CostQuery& q);
+double gatherDirect(const CostQuery& q);
+double gatherPeerRead(const CostQuery& q);
+double scatterDirect(const CostQuery& q);
+double scatterPeerRead(const CostQuery& q);
+}  // namespace costs
 
 }  // namespace braid

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/cost.h"
 #include "algorithms/plan.h"
 #include "nccl.h"
 
@@ -21,6 +22,9 @@ struct Algorithm {
   /// Appends the plan's programs to an empty Plan; false if the arguments are not
   /// supported (the caller falls back to another algorithm).
   bool (*build)(const PlanArgs& args, const PlanParams& params, Plan* plan);
+  /// Its predicted microseconds (algorithms/cost.h: costs::<builder name>); negative:
+  /// no prediction for this query. nullptr: no formula (grouped send/receive).
+  double (*cost)(const CostQuery& q) = nullptr;
   /// A small-message algorithm: the tuner prefers it up to its small-message
   /// threshold and does not pick it above (NCCL_ALGO still can).
   bool small = false;

@@ -179,7 +179,7 @@ std::vector<TuneChoice> rankChoices(const TuneInput& in, bool ignoreSpecs) {
         q.chunkBytes = c.params.chunkBytes;
         q.sliceBytes = c.slice;
         q.model = &in.model;
-        const double us = predictUs(a.name, q);
+        const double us = a.cost ? a.cost(q) : -1;
         c.us = us < 0 ? std::numeric_limits<double>::infinity() : us;
         cands.push_back(c);
       }
