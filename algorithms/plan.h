@@ -33,6 +33,10 @@
 //    its waits have seen a signal q posted after the read. (A rank never waits for
 //    more than one thing, so these are the only orders there are.) The simulator
 //    checks both for every builder.
+//  * A rank's first wait is for every rank (executors compare the ranks' calls there,
+//    before anything is read), and it posts at most kMaxSignalsAhead signals after its
+//    last wait for every rank (the flag board keeps that many phases' tags).
+//  * Peers' bytes are read from their send and recv buffers only (scratch is private).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -87,6 +91,8 @@ inline bool stepRecvs(StepKind k) {
 }
 /// recvPeer of a kWait step that waits for every rank.
 constexpr int32_t kAllPeers = -3;
+/// Signals a rank may post after its last wait for every rank (see the contract above).
+constexpr int kMaxSignalsAhead = 7;
 
 const char* stepKindName(StepKind k);
 

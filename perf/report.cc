@@ -3,7 +3,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 
 namespace braid_perf {
 namespace {
@@ -34,36 +37,15 @@ std::string fmtPlace(const PlaceResult& p) {
   return buf;
 }
 
-std::string jsonEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-/// JSON has no NaN/inf: write null for them.
-std::string jsonNumber(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
-  return buf;
-}
-
-std::string jsonPlace(const PlaceResult& p) {
-  if (!p.valid) return "null";
-  return "{\"time_us\": " + jsonNumber(p.timeUs) + ", \"algbw_gbps\": " + jsonNumber(p.algBw) +
-         ", \"busbw_gbps\": " + jsonNumber(p.busBw) +
-         ", \"wrong\": " + (p.checked ? jsonNumber(p.wrong) : std::string("null")) + "}";
+/// One place's figures (null where it did not run); NaN and inf are written as null.
+nlohmann::ordered_json jsonPlace(const PlaceResult& p) {
+  if (!p.valid) return nullptr;
+  nlohmann::ordered_json o;
+  o["time_us"] = p.timeUs;
+  o["algbw_gbps"] = p.algBw;
+  o["busbw_gbps"] = p.busBw;
+  o["wrong"] = p.checked ? nlohmann::ordered_json(p.wrong) : nlohmann::ordered_json(nullptr);
+  return o;
 }
 
 }  // namespace
@@ -148,33 +130,43 @@ void Report::printFooter() const {
 }
 
 bool Report::writeJson(const std::string& path) const {
+  nlohmann::ordered_json j;
+  j["tool"] = "braid-perf";
+  j["program"] = program_;
+  j["collective"] = collective_;
+  j["nranks"] = nranks_;
+  j["nprocs"] = nprocs_;
+  j["nthreads"] = opt_.nThreads;
+  j["ngpus"] = opt_.nGpus;
+  j["iters"] = opt_.iters;
+  j["warmup_iters"] = opt_.warmup;
+  j["agg_iters"] = opt_.aggIters;
+  j["check"] = opt_.check;
+  j["average"] = opt_.average;
+  if (opt_.device != 0) j["memory"] = "device";
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  for (const Row& r : rows_) {
+    nlohmann::ordered_json o;
+    o["size"] = r.bytes;
+    o["count"] = r.count;
+    o["type"] = typeName(r.type);
+    o["redop"] = opName(r.op);
+    o["root"] = r.root;
+    o["out_of_place"] = jsonPlace(r.outOfPlace);
+    o["in_place"] = jsonPlace(r.inPlace);
+    results.push_back(std::move(o));
+  }
+  j["results"] = std::move(results);
+  j["wrong_total"] = totalWrong();
+  j["avg_busbw_gbps"] = avgBusBw();
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
     std::fprintf(stderr, "%s: cannot write JSON file '%s'\n", program_.c_str(), path.c_str());
     return false;
   }
-  std::fprintf(f, "{\n  \"tool\": \"braid-perf\",\n  \"program\": \"%s\",\n",
-               jsonEscape(program_).c_str());
-  std::fprintf(f, "  \"collective\": \"%s\",\n  \"nranks\": %d,\n  \"nprocs\": %d,\n",
-               jsonEscape(collective_).c_str(), nranks_, nprocs_);
-  std::fprintf(f,
-               "  \"nthreads\": %d,\n  \"ngpus\": %d,\n  \"iters\": %d,\n  \"warmup_iters\": %d,\n"
-               "  \"agg_iters\": %d,\n  \"check\": %d,\n  \"average\": %d,\n",
-               opt_.nThreads, opt_.nGpus, opt_.iters, opt_.warmup, opt_.aggIters, opt_.check,
-               opt_.average);
-  if (opt_.device != 0) std::fprintf(f, "  \"memory\": \"device\",\n");
-  std::fprintf(f, "  \"results\": [");
-  for (size_t i = 0; i < rows_.size(); ++i) {
-    const Row& r = rows_[i];
-    std::fprintf(f,
-                 "%s\n    {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "
-                 "\"root\": %d,\n     \"out_of_place\": %s,\n     \"in_place\": %s}",
-                 i ? "," : "", r.bytes, r.count, typeName(r.type), opName(r.op), r.root,
-                 jsonPlace(r.outOfPlace).c_str(), jsonPlace(r.inPlace).c_str());
-  }
-  std::fprintf(f, "\n  ],\n  \"wrong_total\": %s,\n  \"avg_busbw_gbps\": %s\n}\n",
-               jsonNumber(totalWrong()).c_str(), jsonNumber(avgBusBw()).c_str());
-  const bool ok = std::fclose(f) == 0;
+  const std::string text = j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = std::fclose(f) == 0 && ok;
   if (!ok) std::fprintf(stderr, "%s: error writing '%s'\n", program_.c_str(), path.c_str());
   return ok;
 }

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace braid_compare {
 
 namespace {
@@ -103,45 +105,23 @@ struct Cell {
   std::string error;  // non-empty: failed (no further repetitions)
 };
 
-std::string jsonEscape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (static_cast<unsigned char>(ch) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", ch);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
+using Json = nlohmann::ordered_json;  // keys in the order written, for people reading
 
-std::string jsonNumber(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
-  return buf;
-}
-
-/// The place object of Braid's JSON plus the samples; busbw from the median time.
-std::string jsonPlace(const Cell* cell, Coll c, int nranks, double* busOut) {
-  if (cell == nullptr || !cell->error.empty() || cell->samplesUs.empty()) return "null";
+/// The place object of Braid's JSON plus the samples; busbw from the median time. NaN
+/// and inf are written as null.
+Json jsonPlace(const Cell* cell, Coll c, int nranks, double* busOut) {
+  if (cell == nullptr || !cell->error.empty() || cell->samplesUs.empty()) return nullptr;
   const double t = median(cell->samplesUs);
   const double alg = t > 0 ? static_cast<double>(cell->bytes) / t / 1e3 : 0;
   const double bus = alg * busBwFactor(c, nranks);
   *busOut = bus;
-  std::string s = "{\"time_us\": " + jsonNumber(t) + ", \"algbw_gbps\": " + jsonNumber(alg) +
-                  ", \"busbw_gbps\": " + jsonNumber(bus) +
-                  ", \"wrong\": " + (cell->checked ? jsonNumber(cell->wrong) : "null") +
-                  ", \"samples_us\": [";
-  for (size_t i = 0; i < cell->samplesUs.size(); ++i) {
-    s += (i ? ", " : "") + jsonNumber(cell->samplesUs[i]);
-  }
-  return s + "]}";
+  Json o;
+  o["time_us"] = t;
+  o["algbw_gbps"] = alg;
+  o["busbw_gbps"] = bus;
+  o["wrong"] = cell->checked ? Json(cell->wrong) : Json(nullptr);
+  o["samples_us"] = cell->samplesUs;
+  return o;
 }
 
 /// Everything the JSON file of one (collective, algorithm) needs.
@@ -154,23 +134,24 @@ struct FileSpec {
 
 bool writeJson(const std::string& path, const FileSpec& f, const BenchOptions& opt, int nranks,
                const std::string& program, const std::string& library) {
-  std::FILE* out = std::fopen(path.c_str(), "w");
-  if (out == nullptr) {
-    std::fprintf(stderr, "%s: cannot write JSON file '%s'\n", program.c_str(), path.c_str());
-    return false;
-  }
-  std::fprintf(out, "{\n  \"tool\": \"braid-compare\",\n  \"program\": \"%s\",\n",
-               jsonEscape(program).c_str());
-  std::fprintf(out, "  \"library\": \"%s\",\n  \"algorithm\": \"%s\",\n  \"variant\": \"%s\",\n",
-               jsonEscape(library).c_str(), jsonEscape(f.algorithm).c_str(),
-               jsonEscape(opt.variant).c_str());
-  std::fprintf(out, "  \"collective\": \"%s\",\n  \"nranks\": %d,\n  \"nprocs\": %d,\n",
-               collName(f.coll), nranks, nranks);
-  std::fprintf(out,
-               "  \"nthreads\": 1,\n  \"ngpus\": 1,\n  \"iters\": %d,\n  \"warmup_iters\": %d,\n"
-               "  \"agg_iters\": 1,\n  \"check\": %d,\n  \"average\": 1,\n  \"reps\": %d,\n",
-               opt.iters, opt.warmup, opt.check, opt.reps);
-  std::fprintf(out, "  \"results\": [");
+  Json j;
+  j["tool"] = "braid-compare";
+  j["program"] = program;
+  j["library"] = library;
+  j["algorithm"] = f.algorithm;
+  j["variant"] = opt.variant;
+  j["collective"] = collName(f.coll);
+  j["nranks"] = nranks;
+  j["nprocs"] = nranks;
+  j["nthreads"] = 1;
+  j["ngpus"] = 1;
+  j["iters"] = opt.iters;
+  j["warmup_iters"] = opt.warmup;
+  j["agg_iters"] = 1;
+  j["check"] = opt.check;
+  j["average"] = 1;
+  j["reps"] = opt.reps;
+  Json results = Json::array();
   const std::vector<Cell>& base = f.oop != nullptr ? *f.oop : *f.ip;
   double wrongTotal = 0, busSum = 0;
   int busN = 0;
@@ -184,25 +165,34 @@ bool writeJson(const std::string& path, const FileSpec& f, const BenchOptions& o
       if (!cell->error.empty()) error += (error.empty() ? "" : "; ") + cell->error;
     }
     double bo = -1, bi = -1;
-    const std::string po = jsonPlace(o, f.coll, nranks, &bo);
-    const std::string pi = jsonPlace(p, f.coll, nranks, &bi);
+    Json row;
+    row["size"] = base[i].bytes;
+    row["count"] = base[i].count;
+    row["type"] = "float";
+    row["redop"] = collReduces(f.coll) ? "sum" : "none";
+    row["root"] = collRooted(f.coll) ? opt.root : -1;
+    row["out_of_place"] = jsonPlace(o, f.coll, nranks, &bo);
+    row["in_place"] = jsonPlace(p, f.coll, nranks, &bi);
+    if (!error.empty()) row["error"] = error;
     for (double b : {bo, bi}) {
       if (b >= 0) {
         busSum += b;
         ++busN;
       }
     }
-    std::fprintf(out,
-                 "%s\n    {\"size\": %zu, \"count\": %zu, \"type\": \"float\", \"redop\": \"%s\", "
-                 "\"root\": %d,\n     \"out_of_place\": %s,\n     \"in_place\": %s",
-                 i ? "," : "", base[i].bytes, base[i].count, collReduces(f.coll) ? "sum" : "none",
-                 collRooted(f.coll) ? opt.root : -1, po.c_str(), pi.c_str());
-    if (!error.empty()) std::fprintf(out, ",\n     \"error\": \"%s\"", jsonEscape(error).c_str());
-    std::fprintf(out, "}");
+    results.push_back(std::move(row));
   }
-  std::fprintf(out, "\n  ],\n  \"wrong_total\": %s,\n  \"avg_busbw_gbps\": %s\n}\n",
-               jsonNumber(wrongTotal).c_str(), jsonNumber(busN ? busSum / busN : 0).c_str());
-  const bool ok = std::fclose(out) == 0;
+  j["results"] = std::move(results);
+  j["wrong_total"] = wrongTotal;
+  j["avg_busbw_gbps"] = busN ? busSum / busN : 0;
+  std::FILE* out = std::fopen(path.c_str(), "w");
+  if (out == nullptr) {
+    std::fprintf(stderr, "%s: cannot write JSON file '%s'\n", program.c_str(), path.c_str());
+    return false;
+  }
+  const std::string text = j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  ok = std::fclose(out) == 0 && ok;
   if (!ok) std::fprintf(stderr, "%s: error writing '%s'\n", program.c_str(), path.c_str());
   return ok;
 }

@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "src/diag/fingerprint.h"
-#include "src/diag/json_reader.h"
 
 namespace braid {
 namespace {
@@ -210,49 +212,72 @@ std::string callText(const FrRecord::Op& op) {
   return out + ")";
 }
 
+namespace {
+
+/// Member `key` of object `o` as a string / an integer, or `def` where it is missing or
+/// of another type (a record from another version still reads).
+std::string str(const nlohmann::json& o, const char* key, const std::string& def = "") {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : def;
+}
+int64_t num(const nlohmann::json& o, const char* key, int64_t def = 0) {
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_number()) return def;
+  const double d = it->get<double>();
+  return d >= -9.2e18 && d <= 9.2e18 ? it->get<int64_t>() : def;
+}
+
+}  // namespace
+
 bool parseFlightRecord(const std::string& text, FrRecord* out, std::string* error) {
-  JsonValue v;
-  if (!parseJson(text, &v, error)) return false;
-  if (v.str("format") != "braid-flight-record") {
+  nlohmann::json v;
+  try {
+    v = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    *error = std::string("not valid JSON: ") + e.what();
+    return false;
+  }
+  if (!v.is_object() || str(v, "format") != "braid-flight-record") {
     *error = "not a Braid flight record (no \"format\": \"braid-flight-record\")";
     return false;
   }
   FrRecord r;
-  r.reason = v.str("reason");
-  r.comm = v.str("comm");
-  r.commName = v.str("comm_name");
-  r.host = v.str("host");
-  r.rank = int(v.num("rank", -1));
-  r.nranks = int(v.num("nranks", 0));
-  r.pid = int(v.num("pid", 0));
-  r.timeUs = v.num("time_us");
-  r.timeoutMs = v.num("timeout_ms");
-  r.opsIssued = v.num("ops_issued");
-  r.collectivesIssued = v.num("collectives_issued");
+  r.reason = str(v, "reason");
+  r.comm = str(v, "comm");
+  r.commName = str(v, "comm_name");
+  r.host = str(v, "host");
+  r.rank = int(num(v, "rank", -1));
+  r.nranks = int(num(v, "nranks", 0));
+  r.pid = int(num(v, "pid", 0));
+  r.timeUs = num(v, "time_us");
+  r.timeoutMs = num(v, "timeout_ms");
+  r.opsIssued = num(v, "ops_issued");
+  r.collectivesIssued = num(v, "collectives_issued");
   if (r.rank < 0 || r.nranks <= 0 || r.rank >= r.nranks || r.nranks > (1 << 24)) {
     *error = "rank " + std::to_string(r.rank) + " of " + std::to_string(r.nranks) + " is not valid";
     return false;
   }
-  const JsonValue* entries = v.get("entries");
-  if (entries && entries->kind == JsonValue::Kind::kArray) {
-    for (const JsonValue& e : entries->items) {
+  auto entries = v.find("entries");
+  if (entries != v.end() && entries->is_array()) {
+    for (const nlohmann::json& e : *entries) {
+      if (!e.is_object()) continue;
       FrRecord::Op op;
-      op.seq = e.num("seq");
-      op.collSeq = e.num("coll_seq", -1);
-      op.call = e.str("call");
-      op.count = e.num("count");
-      op.type = e.str("type");
-      op.op = e.str("op");
-      op.root = int(e.num("root", -1));
-      op.peer = int(e.num("peer", -1));
-      op.state = e.str("state");
-      op.algorithm = e.str("algorithm");
-      op.detail = e.str("detail");
-      op.waiting = e.get("waiting_on") != nullptr;
-      op.waitingOn = int(e.num("waiting_on"));
-      op.queuedUs = e.num("queued_us");
-      op.startedUs = e.num("started_us");
-      op.endedUs = e.num("ended_us");
+      op.seq = num(e, "seq");
+      op.collSeq = num(e, "coll_seq", -1);
+      op.call = str(e, "call");
+      op.count = num(e, "count");
+      op.type = str(e, "type");
+      op.op = str(e, "op");
+      op.root = int(num(e, "root", -1));
+      op.peer = int(num(e, "peer", -1));
+      op.state = str(e, "state");
+      op.algorithm = str(e, "algorithm");
+      op.detail = str(e, "detail");
+      op.waiting = e.contains("waiting_on");
+      op.waitingOn = int(num(e, "waiting_on"));
+      op.queuedUs = num(e, "queued_us");
+      op.startedUs = num(e, "started_us");
+      op.endedUs = num(e, "ended_us");
       r.ops.push_back(op);
     }
   }

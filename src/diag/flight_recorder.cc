@@ -15,10 +15,11 @@
 #include <cstring>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "src/config/log.h"
 #include "src/config/params.h"
 #include "src/exec/op.h"
-#include "src/diag/json_writer.h"
 #include "src/reduce/reducer.h"
 
 namespace braid {
@@ -237,55 +238,54 @@ bool FlightRecorder::outstanding() const {
 std::string FlightRecorder::toJson(const char* reason) const {
   const int64_t now = frNowUs();
   std::lock_guard<std::mutex> lock(mu_);
-  JsonWriter w;
-  w.beginObject();
-  w.field("format", "braid-flight-record");
-  w.field("version", int64_t(1));
-  w.field("reason", reason);
-  w.field("time_us", now);
-  w.field("rank", int64_t(id_.rank));
-  w.field("nranks", int64_t(id_.nranks));
+  // ordered_json: the keys stay in this order, for people reading the file.
+  nlohmann::ordered_json j;
+  j["format"] = "braid-flight-record";
+  j["version"] = 1;
+  j["reason"] = reason;
+  j["time_us"] = now;
+  j["rank"] = id_.rank;
+  j["nranks"] = id_.nranks;
   char hash[24];
   snprintf(hash, sizeof(hash), "%016" PRIx64, id_.commHash);
-  w.field("comm", hash);
-  w.field("comm_name", id_.commName);
-  w.field("host", id_.host);
-  w.field("pid", int64_t(id_.pid));
-  w.field("timeout_ms", int64_t(id_.timeoutMs));
-  w.field("ops_issued", int64_t(next_));
-  w.field("collectives_issued", nextColl_);
-  w.key("entries");
-  w.beginArray();
+  j["comm"] = hash;
+  j["comm_name"] = id_.commName;
+  j["host"] = id_.host;
+  j["pid"] = int64_t(id_.pid);
+  j["timeout_ms"] = int64_t(id_.timeoutMs);
+  j["ops_issued"] = int64_t(next_);
+  j["collectives_issued"] = nextColl_;
+  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
   const uint64_t first = next_ > ring_.size() ? next_ - ring_.size() : 0;
   for (uint64_t s = first; s < next_; ++s) {
     const FrEntry& e = ring_[s % ring_.size()];
-    w.beginObject();
-    w.field("seq", int64_t(e.seq));
-    w.field("coll_seq", e.collSeq);
-    w.field("call", e.call);
-    w.field("count", int64_t(e.count));
-    w.field("type", dataTypeName(ncclDataType_t(e.type)));
+    nlohmann::ordered_json o;
+    o["seq"] = int64_t(e.seq);
+    o["coll_seq"] = e.collSeq;
+    o["call"] = e.call;
+    o["count"] = int64_t(e.count);
+    o["type"] = dataTypeName(ncclDataType_t(e.type));
     const Coll c = Coll(e.coll);
     if (c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter)
-      w.field("op", opName(e.op));
-    if (c == Coll::kSendRecv) w.field("peer", int64_t(e.root));
+      o["op"] = opName(e.op);
+    if (c == Coll::kSendRecv) o["peer"] = int64_t(e.root);
     else if (c == Coll::kBroadcast || c == Coll::kReduce || c == Coll::kGather ||
              c == Coll::kScatter)
-      w.field("root", int64_t(e.root));
-    w.field("memory", e.mem == uint8_t(MemKind::kDevice) ? "device" : "host");
-    w.field("state", frStateName(e.state));
-    if (e.algo[0]) w.field("algorithm", e.algo);
-    w.field("queued_us", e.queuedUs);
-    if (e.startedUs) w.field("started_us", e.startedUs);
-    if (e.endedUs) w.field("ended_us", e.endedUs);
+      o["root"] = int64_t(e.root);
+    o["memory"] = e.mem == uint8_t(MemKind::kDevice) ? "device" : "host";
+    o["state"] = frStateName(e.state);
+    if (e.algo[0]) o["algorithm"] = std::string(e.algo);
+    o["queued_us"] = e.queuedUs;
+    if (e.startedUs) o["started_us"] = e.startedUs;
+    if (e.endedUs) o["ended_us"] = e.endedUs;
     if (e.waitingOn != kFrNoPeer && e.state != FrState::kDone)
-      w.field("waiting_on", int64_t(e.waitingOn));
-    if (e.detail[0]) w.field("detail", e.detail);
-    w.endObject();
+      o["waiting_on"] = int64_t(e.waitingOn);
+    if (e.detail[0]) o["detail"] = std::string(e.detail);
+    entries.push_back(std::move(o));
   }
-  w.endArray();
-  w.endObject();
-  return w.str();
+  j["entries"] = std::move(entries);
+  // Invalid UTF-8 (a communicator name, a detail) is replaced, never an exception.
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 std::string FlightRecorder::summaryLocked(int64_t nowUs) const {

@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/plan.h"
 #include "nccl.h"
 #include "src/exec/call_tag.h"
 #include "src/exec/wake.h"
@@ -58,6 +59,8 @@ class Board {
  public:
   /// Inline areas per rank: how many phases a rank may publish ahead of the slowest.
   static constexpr uint64_t kInlineAreas = 8;
+  static_assert(kInlineAreas > uint64_t(kMaxSignalsAhead),
+                "a direct-access plan's signals must not overwrite tags still to be compared");
   /// One rank's slot header (one cache line).
   struct alignas(64) Slot {
     std::atomic<uint64_t> phase;   ///< the last phase this rank published

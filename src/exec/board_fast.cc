@@ -44,7 +44,8 @@ bool runOnBoardDirectly(const OpRecord& in, ncclResult_t* result) {
   const BoardPath path = chooseBoardPath(c, in);
   if (path == BoardPath::kNone) return false;
   OpRecord op = in;
-  BoardRun run;
+  // One per thread, reused: it keeps the single-copy plan of the last call's shape.
+  thread_local BoardRun run;
   uint64_t ticket = 0;
   {
     std::lock_guard<std::mutex> lock(c->issueMu);  // one comm: no global order needed

@@ -69,8 +69,11 @@ void BoardRun::start(Comm* comm, const OpRecord& op, BoardPath path, const CallT
   // Checked collectives are barriers: nobody is ever more than a phase ahead. Unchecked
   // ones first make sure everyone is far enough (rooted collectives return without
   // waiting for all) that this run's phases overwrite no inline area someone still reads.
-  target_ = runAhead_ ? b_->safePhase() : 0;
-  waiting_ = target_ > 0;
+  // Measured when the run begins (progress), not here: a group starts every op's run
+  // before the first has published anything.
+  safeWaitPending_ = runAhead_;
+  target_ = 0;
+  waiting_ = false;
   waitRank_ = -1;
   lagging_ = -1;
   planStarted_ = false;
@@ -97,6 +100,11 @@ void BoardRun::fail(const std::string& why) {
 bool BoardRun::progress() {
   bool moved = false;
   while (state_ == RunState::kRunning) {
+    if (safeWaitPending_) {
+      safeWaitPending_ = false;
+      target_ = b_->safePhase();
+      waiting_ = target_ > 0;
+    }
     if (planStarted_) return progressPlan() || moved;
     if (waiting_) {
       int lag = waitRank_, failed = -1;
@@ -138,6 +146,10 @@ std::string BoardRun::describeWait() const {
 }
 
 void BoardRun::startPlan() {
+  // PreMulSum scales each rank's input by its own scalar: never on the board
+  // (chooseBoardPath), and a direct-access reduction could not apply it.
+  if (reduces(op_->coll) && int(op_->op) >= int(ncclNumOps))
+    return fail("internal error: PreMulSum on the flag board's single copy");
   PlanArgs args = planArgsFor(comm_, *op_);
   args.peerAccess = true;
   const bool same = plan_ && args.coll == planKey_.coll && args.nranks == planKey_.nranks &&

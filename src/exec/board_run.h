@@ -97,6 +97,7 @@ class BoardRun {
   uint64_t target_ = 0;  ///< the phase waited for
   int waitRank_ = -1;    ///< ... by this rank only (-1: every rank)
   bool runAhead_ = false;  ///< the check is off: rooted collectives need not wait for all
+  bool safeWaitPending_ = false;  ///< runAhead_: the safe-phase wait is still to be set up
   int lagging_ = -1;
   // The single-copy path's plan, kept for the next call of the same shape. On the heap,
   // as run_ points at it and at peers_ (a BoardRun may move with its task).

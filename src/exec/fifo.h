@@ -94,7 +94,11 @@ inline void fifoPublish(FifoHeader* h, std::atomic<uint64_t>& counter, uint64_t 
 
 /// Closes a FIFO end (see FifoClose), waking a sleeping proxy or peer.
 inline void fifoClose(FifoHeader* h, uint32_t why, WakeWord* peer) {
-  h->closed.store(why, std::memory_order_seq_cst);
+  // The first reason stays: a comm that failed on a collective mismatch and is then
+  // aborted must still tell its peers (and its net proxy, which then delivers what was
+  // published: net_conn.cc) that it was a mismatch.
+  uint32_t open = 0;  // kFifoOpen
+  h->closed.compare_exchange_strong(open, why, std::memory_order_seq_cst);
   if (h->hasDoorbell) fifoRingDoorbell(h);
   wakeRing(peer);
 }

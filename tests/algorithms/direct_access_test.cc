@@ -126,6 +126,49 @@ TEST(DirectAccess, UnequalSignalCountsAreFound) {
   EXPECT_NE(t.check().find("every rank must post as many"), std::string::npos) << t.check();
 }
 
+TEST(DirectAccess, TheFirstWaitIsForEveryRank) {
+  Pair t;  // the calls are compared at the first wait for all: nothing may be read before
+  t.each([](patterns::ProgramWriter& w, int r) {
+    w.signal();
+    w.wait(1 - r);
+    w.peerCopy(1 - r, kAllSend, kAllRecv);
+    w.barrier();
+  });
+  EXPECT_NE(t.check().find("first wait must be for every rank"), std::string::npos) << t.check();
+}
+
+TEST(DirectAccess, TooManySignalsAheadAreFound) {
+  Pair t;
+  t.each([](patterns::ProgramWriter& w, int) {
+    w.barrier();
+    for (int i = 0; i < kMaxSignalsAhead + 1; ++i) w.signal();
+    w.wait(kAllPeers);
+  });
+  EXPECT_NE(t.check().find("signals since its last wait"), std::string::npos) << t.check();
+}
+
+TEST(DirectAccess, PeersScratchAndOutOfBoundsReadsAreFound) {
+  Pair t;
+  t.each([](patterns::ProgramWriter& w, int r) {
+    w.barrier();
+    w.peerCopy(1 - r, Region{Buf::kScratch, 0, 4}, Region{Buf::kRecv, 0, 4});
+    w.barrier();
+  });
+  t.plans[0].scratchElems = t.plans[1].scratchElems = 4;
+  EXPECT_NE(t.check().find("scratch"), std::string::npos) << t.check();
+  // Rank 1's send buffer is smaller than rank 0's: reading its tail is out of bounds.
+  t.each([](patterns::ProgramWriter& w, int r) {
+    w.barrier();
+    if (r == 0) w.peerCopy(1, Region{Buf::kSend, 8, 8}, Region{Buf::kRecv, 0, 8});
+    w.barrier();
+  });
+  auto ranks = t.ranks();
+  ranks[1].sendElems = 12;
+  const std::string e = checkPlans(ranks, 1, 4, 0);
+  EXPECT_NE(e.find("at rank 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("outside the buffer"), std::string::npos) << e;
+}
+
 TEST(DirectAccess, BuildersDeclineWithoutPeerAccess) {
   for (const Algorithm& a : allAlgorithms()) {
     if (!a.needsPeerAccess) continue;

@@ -15,7 +15,6 @@
 #include "src/diag/doctor.h"
 #include "src/diag/fingerprint.h"
 #include "src/diag/flight_recorder.h"
-#include "src/diag/json_reader.h"
 
 namespace braid {
 namespace {
@@ -203,22 +202,32 @@ TEST(FlightRecorder, StatesTimesAndJsonReadBack) {
   EXPECT_EQ(r.ops[3].state, "queued");
 }
 
-TEST(JsonReader, GoodAndBadText) {
-  JsonValue v;
+TEST(FlightRecordReader, RefusesWhatIsNotARecord) {
+  FrRecord r;
   std::string e;
-  ASSERT_TRUE(parseJson(R"( {"a": [1, -2.5e3, true, null, "x\n\u00e9\"" ], "b": {}} )", &v, &e)) << e;
-  ASSERT_NE(v.get("a"), nullptr);
-  EXPECT_EQ(v.get("a")->items.size(), 5u);
-  EXPECT_EQ(v.get("a")->items[1].number, -2500.0);
-  EXPECT_EQ(v.get("a")->items[4].text, "x\n\xc3\xa9\"");
   for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "\"abc", "01x", "tru", "[1] 2",
                           "{\"a\":\"\\q\"}", "-", "1.", "1e"}) {
-    EXPECT_FALSE(parseJson(bad, &v, &e)) << "accepted: " << bad;
-    EXPECT_FALSE(e.empty());
+    e.clear();
+    EXPECT_FALSE(parseFlightRecord(bad, &r, &e)) << "accepted: " << bad;
+    EXPECT_NE(e.find("not valid JSON"), std::string::npos) << bad << ": " << e;
   }
   // Deep nesting is refused, not a stack overflow.
-  EXPECT_FALSE(parseJson(std::string(100000, '['), &v, &e));
-  EXPECT_NE(e.find("nested too deeply"), std::string::npos) << e;
+  EXPECT_FALSE(parseFlightRecord(std::string(100000, '['), &r, &e));
+  EXPECT_FALSE(parseFlightRecord(std::string(100000, '[') + std::string(100000, ']'), &r, &e));
+  EXPECT_NE(e.find("not a Braid flight record"), std::string::npos) << e;
+  // Valid JSON of another shape, and members of the wrong type: refused or defaulted.
+  EXPECT_FALSE(parseFlightRecord(R"({"format": 7})", &r, &e));
+  EXPECT_NE(e.find("not a Braid flight record"), std::string::npos) << e;
+  ASSERT_TRUE(parseFlightRecord(
+      R"({"format":"braid-flight-record","rank":1,"nranks":2,"host":3,"entries":[5,{"seq":"x","call":"ncclSend","peer":0}]})",
+      &r, &e)) << e;
+  EXPECT_EQ(r.host, "");
+  ASSERT_EQ(r.ops.size(), 1u);
+  EXPECT_EQ(r.ops[0].seq, 0);
+  EXPECT_EQ(r.ops[0].call, "ncclSend");
+  EXPECT_EQ(r.ops[0].peer, 0);
+  EXPECT_FALSE(parseFlightRecord(R"({"format":"braid-flight-record","rank":2,"nranks":2})", &r, &e));
+  EXPECT_NE(e.find("is not valid"), std::string::npos) << e;
 }
 
 std::string record(int rank, const std::string& entries, int64_t colls) {

@@ -34,8 +34,11 @@ std::string checkRegion(const Region& r, const SimRank& rk) {
   return "";
 }
 
-/// The static form of one direct-access step (algorithms/plan.h's contract).
-std::string checkDirectStep(const Step& s, const SimRank& rk, int r, int n, size_t programs) {
+/// The static form of one direct-access step (algorithms/plan.h's contract). Regions
+/// read at peers are checked against those peers' buffers.
+std::string checkDirectStep(const Step& s, const std::vector<SimRank>& ranks, int r,
+                            size_t programs) {
+  const int n = static_cast<int>(ranks.size());
   if (programs != 1) return "direct-access steps in a plan of more than one program";
   const bool moves = s.kind == StepKind::kPeerCopy || s.kind == StepKind::kPeerReduce;
   if (!moves) {
@@ -50,10 +53,14 @@ std::string checkDirectStep(const Step& s, const SimRank& rk, int r, int n, size
     return "src and dst regions must both be there, of one size";
   if (s.kind == StepKind::kPeerCopy && (s.recvPeer < 0 || s.recvPeer >= n || s.recvPeer == r))
     return "bad peer to read from";
+  if (s.src.buf == Buf::kScratch) return "reads a peer's scratch (private to its owner)";
   if (s.flags & kPreOp) return "kPreOp on a direct-access step (PreMulSum needs the owner's scalar)";
-  for (const Region* reg : {&s.src, &s.dst}) {
-    std::string e = checkRegion(*reg, rk);
-    if (!e.empty()) return e;
+  std::string e = checkRegion(s.dst, ranks[size_t(r)]);
+  if (!e.empty()) return e;
+  for (int p = 0; p < n; ++p) {
+    if (s.kind == StepKind::kPeerCopy && p != s.recvPeer) continue;
+    e = checkRegion(s.src, ranks[size_t(p)]);
+    if (!e.empty()) return "at rank " + std::to_string(p) + ": " + e;
   }
   return "";
 }
@@ -81,6 +88,8 @@ std::string checkDirectAccess(const std::vector<SimRank>& ranks, size_t ts) {
   for (int r = 0; r < n; ++r) {
     const Plan* plan = ranks[size_t(r)].plan;
     std::vector<uint64_t> known(size_t(n), 0);
+    bool waitedForAll = false;
+    uint64_t lastAllWait = 0;  ///< signals posted when this rank last waited for all
     auto addr = [&](int owner, const Region& reg) {
       const PlanBuffers& b = ranks[size_t(owner)].bufs;
       const uint64_t base =
@@ -95,8 +104,21 @@ std::string checkDirectAccess(const std::vector<SimRank>& ranks, size_t ts) {
         const Step& s = steps[si];
         const std::string at = where(r, pi, si, s);
         uint64_t& sig = signals[size_t(r)];
-        if (s.kind == StepKind::kSignal) { ++sig; any = true; continue; }
+        if (s.kind == StepKind::kSignal) {
+          ++sig;
+          any = true;
+          if (sig - lastAllWait > uint64_t(kMaxSignalsAhead))
+            return at + ": more than " + std::to_string(kMaxSignalsAhead) +
+                   " signals since its last wait for every rank";
+          continue;
+        }
         if (s.kind == StepKind::kWait) {
+          if (!waitedForAll && s.recvPeer != kAllPeers)
+            return at + ": the first wait must be for every rank (the calls are compared there)";
+          if (s.recvPeer == kAllPeers) {
+            waitedForAll = true;
+            lastAllWait = sig;
+          }
           for (int p = 0; p < n; ++p)
             if (p != r && (s.recvPeer == kAllPeers || s.recvPeer == p))
               known[size_t(p)] = std::max(known[size_t(p)], sig);
@@ -158,7 +180,7 @@ std::string checkPlans(const std::vector<SimRank>& ranks, int nChannels, size_t 
         const Step& s = steps[si];
         const std::string at = where(r, pi, si, s);
         if (isDirectAccess(s.kind)) {
-          std::string e = checkDirectStep(s, ranks[r], r, n, plan->programs.size());
+          std::string e = checkDirectStep(s, ranks, r, plan->programs.size());
           if (!e.empty()) return at + ": " + e;
           continue;
         }

@@ -289,5 +289,19 @@ TEST(NetSocketTransport, AnAbortedLocalFifoClosesTheSocket) {
   EXPECT_EQ(p.send.res->checkPeer(&why), ncclSuccess) << "our own abort is not the peer's fault";
 }
 
+TEST(NetSocketTransport, TheFirstCloseReasonStays) {
+  // A comm that failed on a collective mismatch and is then aborted: its FIFOs keep
+  // saying "mismatch", so its net proxy still delivers what it had published (and local
+  // peers learn it was a mismatch) instead of dropping it as an abort.
+  NetPair p;
+  connectNet(&p, 2, 1024);
+  p.send.fifo.close(kFifoMismatch);
+  p.send.fifo.close(kFifoSenderAborted);
+  EXPECT_EQ(p.send.fifo.closed(), uint32_t(kFifoMismatch));
+  p.recv.fifo.close(kFifoMismatch);
+  p.recv.fifo.close(kFifoReceiverAborted);
+  EXPECT_EQ(p.recv.fifo.closed(), uint32_t(kFifoMismatch));
+}
+
 }  // namespace
 }  // namespace braid

@@ -6,7 +6,7 @@
 //   mpirun -np 4 braid-train --tp 2 --pp 2 --microbatches 4 --schedule 1f1b
 //
 // Rank 0 prints the progress (a bar on a terminal, plain lines otherwise), writes the
-// CSV / JSON logs and the PNG plot (training/app/loss_plot.h, no plotting library
+// CSV / JSON logs and the PNG plot (training/app/loss_plot.h, libpng, no plotting library
 // needed; training/app/plot_loss.py draws a matplotlib version from the CSV).
 // Flags: braid-train --help.
 #include <signal.h>
@@ -26,6 +26,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "training/app/loss_plot.h"
 #include "training/checkpoint/async_checkpoint.h"
@@ -220,27 +222,14 @@ std::string findUpwards(const std::string& rel) {
   return "";
 }
 
-std::string jsonEscape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (c == '\n') {
-      o += "\\n";
-      continue;
-    }
-    o += c;
-  }
-  return o;
-}
-
 std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof(b), f, v);
   return b;
 }
 
-/// A number for JSON (null for NaN / missing).
-std::string jnum(double v) { return std::isfinite(v) ? fmt("%.9g", v) : "null"; }
+/// The JSON log's document (keys in the order written); NaN is written as null.
+using Json = nlohmann::ordered_json;
 
 struct Row {
   bt::StepStats s;
@@ -295,19 +284,25 @@ class Reporter {
     }
   }
 
-  void writeJson(const std::string& path, const std::string& header) const {
-    std::ofstream f(path);
-    if (!f) throw std::runtime_error("cannot write " + path);
-    f << "{\n" << header << "  \"steps\": [\n";
-    for (size_t i = 0; i < rows_.size(); ++i) {
-      const Row& r = rows_[i];
-      f << "    {\"step\": " << r.s.step << ", \"loss\": " << jnum(r.s.loss)
-        << ", \"val_loss\": " << jnum(r.val) << ", \"tokens_per_s\": " << jnum(r.s.tokensPerSec)
-        << ", \"comm_hidden\": " << jnum(r.s.commHidden) << ", \"bubble\": " << jnum(r.s.bubble)
-        << ", \"grad_norm\": " << jnum(r.s.gradNorm) << ", \"step_s\": " << jnum(r.s.seconds)
-        << "}" << (i + 1 < rows_.size() ? "," : "") << "\n";
+  /// Writes `doc` (the run's summary) with every step added as "steps".
+  void writeJson(const std::string& path, Json doc) const {
+    Json steps = Json::array();
+    for (const Row& r : rows_) {
+      Json o;
+      o["step"] = r.s.step;
+      o["loss"] = r.s.loss;
+      o["val_loss"] = r.val;
+      o["tokens_per_s"] = r.s.tokensPerSec;
+      o["comm_hidden"] = r.s.commHidden;
+      o["bubble"] = r.s.bubble;
+      o["grad_norm"] = r.s.gradNorm;
+      o["step_s"] = r.s.seconds;
+      steps.push_back(std::move(o));
     }
-    f << "  ]\n}\n";
+    doc["steps"] = std::move(steps);
+    std::ofstream f(path);
+    f << doc.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
+    if (!f) throw std::runtime_error("cannot write " + path);
   }
 
   const std::vector<Row>& rows() const { return rows_; }
@@ -556,31 +551,39 @@ int run(int argc, char** argv) {
     if (!o.save.empty()) std::printf("checkpoint saved to %s\n", o.save.c_str());
     if (!o.logCsv.empty() && perRankCsv.empty()) rep.writeCsv(o.logCsv);
     if (!o.logJson.empty()) {
-      std::ostringstream h;
-      h << "  \"config\": {\"model\": \"" << jsonEscape(c.model.describe()) << "\", \"dp\": " << c.mesh.dp
-        << ", \"tp\": " << o.tp << ", \"pp\": " << o.pp << ", \"dp_mode\": \"" << bt::dpModeName(c.dpMode)
-        << "\", \"schedule\": \"" << bt::scheduleName(c.schedule) << "\", \"microbatches\": " << o.micros
-        << ", \"batch\": " << o.batch << ", \"context\": " << o.context << ", \"lr\": " << jnum(o.lr)
-        << ", \"seed\": " << o.seed << ", \"ranks\": " << world->size() << ", \"launcher\": \""
-        << launch.launcher << "\"},\n"
-        << "  \"data\": \"" << jsonEscape(corpusNote) << "\",\n"
-        << "  \"parameters\": " << trainer->modelParams() << ",\n"
-        << "  \"unigram_baseline\": " << jnum(unigram) << ",\n"
-        << "  \"entropy_floor\": " << jnum(floor) << ",\n"
-        << "  \"final_val_loss\": " << jnum(lastVal) << ",\n"
-        << "  \"tokens_per_s\": " << jnum(tps) << ",\n"
-        << "  \"comm_hidden\": " << jnum(c.mesh.dp > 1 ? hidden : NAN) << ",\n"
-        << "  \"bubble\": " << jnum(o.pp > 1 ? bubble : NAN) << ",\n"
-        << "  \"bubble_theory\": " << jnum(bt::theoreticalBubble(o.pp, o.micros)) << ",\n"
-        << "  \"elastic\": [";
-      for (size_t i = 0; i < events.size(); ++i) {
-        const bt::ElasticEvent& ev = events[i];
-        h << (i ? ", " : "") << "{\"at_step\": " << ev.failedAtStep << ", \"from\": " << ev.fromSize
-          << ", \"to\": " << ev.toSize << ", \"resumed_from\": " << ev.resumedFrom
-          << ", \"detect_ms\": " << jnum(ev.detectMs) << ", \"recovery_ms\": " << jnum(ev.totalMs) << "}";
-      }
-      h << "],\n";
-      rep.writeJson(o.logJson, h.str());
+      Json doc;
+      doc["config"] = Json{{"model", c.model.describe()},
+                           {"dp", c.mesh.dp},
+                           {"tp", o.tp},
+                           {"pp", o.pp},
+                           {"dp_mode", bt::dpModeName(c.dpMode)},
+                           {"schedule", bt::scheduleName(c.schedule)},
+                           {"microbatches", o.micros},
+                           {"batch", o.batch},
+                           {"context", o.context},
+                           {"lr", o.lr},
+                           {"seed", o.seed},
+                           {"ranks", world->size()},
+                           {"launcher", launch.launcher}};
+      doc["data"] = corpusNote;
+      doc["parameters"] = trainer->modelParams();
+      doc["unigram_baseline"] = unigram;
+      doc["entropy_floor"] = floor;
+      doc["final_val_loss"] = lastVal;
+      doc["tokens_per_s"] = tps;
+      doc["comm_hidden"] = c.mesh.dp > 1 ? hidden : NAN;
+      doc["bubble"] = o.pp > 1 ? bubble : NAN;
+      doc["bubble_theory"] = bt::theoreticalBubble(o.pp, o.micros);
+      Json elastic = Json::array();
+      for (const bt::ElasticEvent& ev : events)
+        elastic.push_back(Json{{"at_step", ev.failedAtStep},
+                               {"from", ev.fromSize},
+                               {"to", ev.toSize},
+                               {"resumed_from", ev.resumedFrom},
+                               {"detect_ms", ev.detectMs},
+                               {"recovery_ms", ev.totalMs}});
+      doc["elastic"] = std::move(elastic);
+      rep.writeJson(o.logJson, std::move(doc));
     }
     if (!o.plot.empty()) std::printf("%s\n", plotPng(rep.rows(), o.plot, unigram).c_str());
     std::fflush(stdout);

@@ -1,15 +1,18 @@
-// A loss plot written as a PNG without any plotting library (braid-train's --plot): the
+// A loss plot written as a PNG without a plotting library (braid-train's --plot): the
 // training loss per step (blue line), the validation loss (orange squares) and a
-// reference loss (the unigram baseline, dashed red), on axes with numbered ticks. The
-// PNG is 8-bit RGB, its zlib stream made of "stored" (uncompressed) deflate blocks: a
-// valid file any viewer opens, a few hundred KiB, no zlib needed. Header-only: the
+// reference loss (the unigram baseline, dashed red), on axes with numbered ticks, drawn
+// on an RGB canvas and written by libpng (Debian libpng-dev). Header-only: the
 // training/app/ folder builds one program per .cc file.
 #pragma once
+#include <png.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <csetjmp>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -75,69 +78,44 @@ class Canvas {
   }
   static int textWidth(const std::string& t, int s = 2) { return int(t.size()) * 4 * s - s; }
 
-  /// Writes the canvas as a PNG; false (and *err) on an I/O error.
+  /// Writes the canvas as a PNG (libpng: 8-bit RGB, deflated); false and *err on an
+  /// error (the file cannot be written, or libpng gave up on it).
   bool writePng(const std::string& path, std::string* err) const {
-    std::vector<uint8_t> raw;  // filter byte 0 + RGB per row
-    raw.reserve(size_t(h_) * (size_t(w_) * 3 + 1));
-    for (int y = 0; y < h_; ++y) {
-      raw.push_back(0);
-      raw.insert(raw.end(), px_.begin() + ptrdiff_t(size_t(y) * size_t(w_) * 3),
-                 px_.begin() + ptrdiff_t(size_t(y + 1) * size_t(w_) * 3));
-    }
-    std::vector<uint8_t> z = {0x78, 0x01};  // zlib header: deflate, no preset dictionary
-    for (size_t at = 0; at < raw.size() || at == 0;) {
-      const size_t n = std::min<size_t>(65535, raw.size() - at);
-      const bool last = at + n >= raw.size();
-      z.push_back(last ? 1 : 0);  // BFINAL, BTYPE 00 (stored)
-      z.push_back(uint8_t(n));
-      z.push_back(uint8_t(n >> 8));
-      z.push_back(uint8_t(~n));
-      z.push_back(uint8_t(~n >> 8));
-      z.insert(z.end(), raw.begin() + ptrdiff_t(at), raw.begin() + ptrdiff_t(at + n));
-      at += n;
-      if (last) break;
-    }
-    uint32_t a = 1, b = 0;  // Adler-32 of the uncompressed data
-    for (uint8_t c : raw) {
-      a = (a + c) % 65521;
-      b = (b + a) % 65521;
-    }
-    put32(z, (b << 16) | a);
-    std::vector<uint8_t> ihdr;
-    put32(ihdr, uint32_t(w_));
-    put32(ihdr, uint32_t(h_));
-    ihdr.insert(ihdr.end(), {8, 2, 0, 0, 0});  // 8-bit RGB, deflate, no filter, no interlace
-    std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    chunk(png, "IHDR", ihdr);
-    chunk(png, "IDAT", z);
-    chunk(png, "IEND", {});
-    std::ofstream f(path, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(png.data()), std::streamsize(png.size()));
+    FILE* f = std::fopen(path.c_str(), "wb");
     if (!f) {
-      if (err) *err = "cannot write " + path;
+      if (err) *err = "cannot write " + path + ": " + std::strerror(errno);
       return false;
     }
-    return true;
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+    png_infop info = png ? png_create_info_struct(png) : nullptr;
+    // libpng reports failures by longjmp back to the setjmp below; nothing with a
+    // destructor is made between the two, and `ok` is only written after it returns.
+    std::vector<png_bytep> rows(static_cast<size_t>(h_));
+    for (int y = 0; y < h_; ++y)
+      rows[size_t(y)] = const_cast<png_bytep>(&px_[size_t(y) * size_t(w_) * 3]);
+    bool ok = png && info;
+    if (ok) {
+      if (setjmp(png_jmpbuf(png))) {  // libpng failed inside one of the calls below
+        ok = false;
+      } else {
+        png_init_io(png, f);
+        png_set_IHDR(png, info, png_uint_32(w_), png_uint_32(h_), 8, PNG_COLOR_TYPE_RGB,
+                     PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+        png_write_info(png, info);
+        png_write_image(png, rows.data());
+        png_write_end(png, nullptr);
+      }
+    }
+    png_destroy_write_struct(png ? &png : nullptr, info ? &info : nullptr);
+    if (std::fclose(f) != 0) ok = false;
+    if (!ok) {
+      std::remove(path.c_str());  // no partial file left behind
+      if (err) *err = "writing the PNG " + path + " failed (libpng or the disk)";
+    }
+    return ok;
   }
 
  private:
-  static void put32(std::vector<uint8_t>& v, uint32_t x) {
-    for (int s = 24; s >= 0; s -= 8) v.push_back(uint8_t(x >> s));
-  }
-  static uint32_t crc(const uint8_t* p, size_t n, uint32_t c) {
-    for (size_t i = 0; i < n; ++i) {
-      c ^= p[i];
-      for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-    }
-    return c;
-  }
-  static void chunk(std::vector<uint8_t>& png, const char* type, const std::vector<uint8_t>& data) {
-    put32(png, uint32_t(data.size()));
-    const size_t start = png.size();
-    png.insert(png.end(), type, type + 4);
-    png.insert(png.end(), data.begin(), data.end());
-    put32(png, crc(png.data() + start, png.size() - start, 0xFFFFFFFFu) ^ 0xFFFFFFFFu);
-  }
   int w_, h_;
   std::vector<uint8_t> px_;
 };
@@ -184,7 +162,7 @@ inline bool writeLossPlot(const std::string& path, const std::vector<int64_t>& s
     std::snprintf(b, sizeof(b), ys < 0.1 ? "%.2f" : "%.1f", t);
     c.text(left - 8 - Canvas::textWidth(b), py(t) - 5, b, 0x000000);
   }
-  const double xs = tickStep(x1 - x0, 8);
+  const double xs = std::max(1.0, tickStep(x1 - x0, 8));  // steps are whole numbers
   for (double t = std::ceil(x0 / xs) * xs; t <= x1; t += xs) {
     c.line(px(t), top, px(t), H - bottom, 0xF0F0F0);
     const std::string s = std::to_string(int64_t(std::llround(t)));
