@@ -86,27 +86,10 @@ class Canvas {
       if (err) *err = "cannot write " + path + ": " + std::strerror(errno);
       return false;
     }
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-    png_infop info = png ? png_create_info_struct(png) : nullptr;
-    // libpng reports failures by longjmp back to the setjmp below; nothing with a
-    // destructor is made between the two, and `ok` is only written after it returns.
     std::vector<png_bytep> rows(static_cast<size_t>(h_));
     for (int y = 0; y < h_; ++y)
       rows[size_t(y)] = const_cast<png_bytep>(&px_[size_t(y) * size_t(w_) * 3]);
-    bool ok = png && info;
-    if (ok) {
-      if (setjmp(png_jmpbuf(png))) {  // libpng failed inside one of the calls below
-        ok = false;
-      } else {
-        png_init_io(png, f);
-        png_set_IHDR(png, info, png_uint_32(w_), png_uint_32(h_), 8, PNG_COLOR_TYPE_RGB,
-                     PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-        png_write_info(png, info);
-        png_write_image(png, rows.data());
-        png_write_end(png, nullptr);
-      }
-    }
-    png_destroy_write_struct(png ? &png : nullptr, info ? &info : nullptr);
+    bool ok = encode(f, rows.data(), w_, h_);
     if (std::fclose(f) != 0) ok = false;
     if (!ok) {
       std::remove(path.c_str());  // no partial file left behind
@@ -116,6 +99,30 @@ class Canvas {
   }
 
  private:
+  /// The libpng calls alone: libpng reports a failure by longjmp back to the setjmp
+  /// here, so nothing in this function is changed after it or has a destructor.
+  static bool encode(FILE* f, png_bytep* rows, int w, int h) {
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+    if (!png) return false;
+    png_infop info = png_create_info_struct(png);
+    if (!info) {
+      png_destroy_write_struct(&png, nullptr);
+      return false;
+    }
+    if (setjmp(png_jmpbuf(png))) {
+      png_destroy_write_struct(&png, &info);
+      return false;
+    }
+    png_init_io(png, f);
+    png_set_IHDR(png, info, png_uint_32(w), png_uint_32(h), 8, PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    png_write_image(png, rows);
+    png_write_end(png, nullptr);
+    png_destroy_write_struct(&png, &info);
+    return true;
+  }
+
   int w_, h_;
   std::vector<uint8_t> px_;
 };
