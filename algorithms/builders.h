@@ -33,9 +33,12 @@ bool allGatherHier(const PlanArgs& args, const PlanParams& params, Plan* plan);
 bool reduceScatterHier(const PlanArgs& args, const PlanParams& params, Plan* plan);
 bool allToAllHier(const PlanArgs& args, const PlanParams& params, Plan* plan);
 
-// Direct access (algorithms/plan.h: kSignal .. kPeerReduce): the ranks read each
-// other's buffers; decline unless args.peerAccess.
+// Direct access (algorithms/plan.h: kSignal .. kPeerPut): the ranks read and write each
+// other's buffers; decline unless args.peerAccess. Each writes params.nChannels
+// programs (patterns::forEachShare).
 bool allReduceTwoShot(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allReduceReducePut(const PlanArgs& args, const PlanParams& params, Plan* plan);
+bool allGatherPeerPut(const PlanArgs& args, const PlanParams& params, Plan* plan);
 bool allGatherPeerRead(const PlanArgs& args, const PlanParams& params, Plan* plan);
 bool allToAllPeerRead(const PlanArgs& args, const PlanParams& params, Plan* plan);
 bool broadcastPeerRead(const PlanArgs& args, const PlanParams& params, Plan* plan);

@@ -313,10 +313,14 @@ double collNetGather(const Ctx& c, bool reduce) {  // all-gather / reduce-scatte
 namespace {
 
 /// A direct-access algorithm (algorithms/plan.h): `barriers` signal-and-wait rounds,
-/// then each rank reads `read` bytes of its peers' buffers and reduces `reduced`.
-double directAccess(const Ctx& c, int barriers, double read, double reduced) {
+/// then each rank reads or writes `remote` bytes of its peers' buffers, reduces
+/// `reduced`, and reads and writes `local` bytes of its own besides (where algorithms
+/// that move the same remote bytes differ: one load stored to n places, or n copies).
+double directAccess(const Ctx& c, int barriers, double remote, double reduced,
+                    double local = 0) {
   const double bw = c.N > 1 ? c.interBw(c.m) : c.intraBw();
-  return barriers * (c.M->stepUs + onceAlpha(c)) + read / bw + c.reduce(reduced);
+  return barriers * (c.M->stepUs + onceAlpha(c)) + remote / bw + c.reduce(reduced) +
+         local / c.intraBw();
 }
 
 /// The query as formulas see it; one rank moves nothing but its own copy.
@@ -364,7 +368,13 @@ double allReduceCollNetDirect(const CostQuery& q) {
 double allReduceTwoShot(const CostQuery& q) {
   return predict(q, [](const Ctx& c) {
     const double part = (c.n - 1) * c.S / c.n;
-    return directAccess(c, 3, 2 * part, part);
+    return directAccess(c, 3, 2 * part, part, 2 * c.S / c.n + part);
+  });
+}
+double allReduceReducePut(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) {
+    const double part = (c.n - 1) * c.S / c.n;
+    return directAccess(c, 2, 2 * part, part, 2 * c.S / c.n);
   });
 }
 
@@ -382,7 +392,15 @@ double allGatherCollNet(const CostQuery& q) {
   return predict(q, [](const Ctx& c) { return c.uniform ? collNetGather(c, false) : -1; });
 }
 double allGatherPeerRead(const CostQuery& q) {
-  return predict(q, [](const Ctx& c) { return directAccess(c, 2, (c.n - 1) * c.S / c.n, 0); });
+  return predict(q, [](const Ctx& c) {
+    const double part = (c.n - 1) * c.S / c.n;
+    return directAccess(c, 2, part, 0, part + 2 * c.S / c.n);
+  });
+}
+double allGatherPeerPut(const CostQuery& q) {
+  return predict(q, [](const Ctx& c) {
+    return directAccess(c, 2, (c.n - 1) * c.S / c.n, 0, 2 * c.S / c.n);
+  });
 }
 
 double reduceScatterRing(const CostQuery& q) {

@@ -17,6 +17,7 @@ const char* stepKindName(StepKind k) {
     case StepKind::kWait: return "Wait";
     case StepKind::kPeerCopy: return "PeerCopy";
     case StepKind::kPeerReduce: return "PeerReduce";
+    case StepKind::kPeerPut: return "PeerPut";
   }
   return "Unknown";
 }

@@ -21,22 +21,32 @@
 //    slots, not bytes: steps that alternate around a cycle must be split identically
 //    on both ends (algorithms/patterns/exchange.h does that for pairwise rounds).
 //
-// Direct access (StepKind::kSignal .. kPeerReduce) needs no connection: the ranks of one
-// call read each other's buffers and signal each other, through an executor that has
-// peer access (the flag board on the host: memcpy within a process, process_vm_readv
-// between processes; peer mappings on GPUs). Its contract:
-//  * A rank's first signal of a run also announces its buffers; signals count from 1
-//    in every run. A wait by rank q for rank p (or for every rank) returns once p has
-//    posted as many signals as q has: a signal then a wait for every rank is a barrier.
-//  * q may read bytes of p's buffers once q's waits have seen a signal p posted after
-//    its last write to those bytes; p may write them again, or end its run, only once
-//    its waits have seen a signal q posted after the read. (A rank never waits for
-//    more than one thing, so these are the only orders there are.) The simulator
-//    checks both for every builder.
+// Direct access (StepKind::kSignal .. kPeerPut) needs no connection: the ranks of one
+// call read and write each other's buffers and signal each other, through an executor
+// that has peer access (the flag board on the host: memcpy within a process,
+// process_vm_readv/writev between processes; peer pointers on GPUs). Its contract:
+//  * Signals belong to a program: program i of a rank signals to and waits for program
+//    i of the others, and every rank's plan has as many programs with direct-access
+//    steps (each one sequence of signals: several let an executor spread one call over
+//    several threads or CUDA blocks). A program's first signal of a run also announces
+//    the rank's buffers; signals count from 1 in every run. A wait by rank q for rank p
+//    (or for every rank) returns once p's program has posted as many signals as q's
+//    has: a signal then a wait for every rank is a barrier.
+//  * A step accesses bytes of its own rank's buffers (src read, dst written) and, by
+//    direct access, of its peers': kPeerCopy and kPeerReduce read the peers' src,
+//    kPeerReduce and kPeerPut with a sendPeer write the peers' dst. Two accesses of the
+//    same bytes by different ranks, at least one a write, are ordered: the later one's
+//    program has waited for a signal the earlier one's program (the same index) posted
+//    after it. Accesses of one rank's bytes by two of its programs, at least one a
+//    write, never overlap (the programs are not ordered). A rank ends its run only once
+//    its program has seen a signal posted after every peer's access of its bytes. (A
+//    rank never waits for more than one thing, so these are the only orders there are.)
+//    The simulator checks all of this for every builder.
 //  * A rank's first wait is for every rank (executors compare the ranks' calls there,
-//    before anything is read), and it posts at most kMaxSignalsAhead signals after its
-//    last wait for every rank (the flag board keeps that many phases' tags).
-//  * Peers' bytes are read from their send and recv buffers only (scratch is private).
+//    before anything is read or written), and it posts at most kMaxSignalsAhead signals
+//    after its last wait for every rank (the flag board keeps that many phases' tags).
+//  * Peers' bytes are read from their send and recv buffers and written only into their
+//    recv buffers (scratch is private; a peer's input is never written).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -74,7 +84,10 @@ enum class StepKind : uint8_t {
   kSignal,              // post this rank's next signal (the first announces its buffers)
   kWait,                // until recvPeer (kAllPeers: every rank) posted as many signals
   kPeerCopy,            // dst <- src of recvPeer's buffers
-  kPeerReduce,          // dst <- src of every rank, reduced in rank order (own src locally)
+  kPeerReduce,          // dst <- src of every rank, reduced in rank order (own src locally);
+                        // sendPeer kAllPeers: dst at every rank, this one's included
+  kPeerPut,             // dst at sendPeer (kAllPeers: every rank, this one's included,
+                        // except where that dst is the src itself) <- own src
 };
 
 /// The step reads the others' buffers or signals them, instead of using a connection.
@@ -89,8 +102,15 @@ inline bool stepRecvs(StepKind k) {
          k == StepKind::kRecvReduceCopy || k == StepKind::kRecvReduceCopySend ||
          k == StepKind::kRecvCopySend;
 }
-/// recvPeer of a kWait step that waits for every rank.
+/// recvPeer of a kWait step that waits for every rank; sendPeer of a kPeerReduce or
+/// kPeerPut step that writes every rank's dst.
 constexpr int32_t kAllPeers = -3;
+/// Whether a direct-access step writes dst at rank `p` (the step runs on rank `self`).
+inline bool directWritesAt(StepKind k, int32_t sendPeer, int self, int p) {
+  if (k == StepKind::kPeerPut) return sendPeer == kAllPeers || sendPeer == p;
+  if (k == StepKind::kPeerReduce && sendPeer == kAllPeers) return true;
+  return p == self && (k == StepKind::kPeerCopy || k == StepKind::kPeerReduce);
+}
 /// Signals a rank may post after its last wait for every rank (see the contract above).
 constexpr int kMaxSignalsAhead = 7;
 

@@ -81,7 +81,8 @@ const std::vector<Algorithm>& allAlgorithms() {
       {Coll::kReduceScatter, "collnet", "CollNet",
        "in-network: intra-node reduce-scatter, then the switch reduces each node's part and "
        "returns every rank its block", builders::reduceScatterCollNet, costs::reduceScatterCollNet, false, true},
-      // Direct access: the ranks read each other's buffers (the flag board runs these).
+      // Direct access: the ranks read each other's buffers (the first of each collective
+      // is the one the flag board runs: peerAccessAlgorithm).
       {Coll::kAllReduce, "two_shot", nullptr,
        "direct access: each rank reduces its chunk of every rank's input, then copies the "
        "others' chunks from their owners", builders::allReduceTwoShot, costs::allReduceTwoShot, false, false, true},
@@ -104,6 +105,15 @@ const std::vector<Algorithm>& allAlgorithms() {
       {Coll::kScatter, "peer_read", nullptr,
        "direct access: every rank reads its block of the root's input",
        builders::scatterPeerRead, costs::scatterPeerRead, false, false, true},
+      // Direct access writing into the peers' outputs: the least memory traffic there
+      // is (the CUDA executor's choice between thread ranks of one GPU).
+      {Coll::kAllReduce, "reduce_put", nullptr,
+       "direct access: each rank reduces its chunk of every rank's input and writes it "
+       "into every rank's output", builders::allReduceReducePut, costs::allReduceReducePut,
+       false, false, true},
+      {Coll::kAllGather, "peer_put", nullptr,
+       "direct access: each rank writes its block into every rank's output",
+       builders::allGatherPeerPut, costs::allGatherPeerPut, false, false, true},
       {Coll::kSendRecv, "p2p", nullptr, "one program per peer and direction, ops in order",
        builders::sendRecvP2p, nullptr},
   };

@@ -31,7 +31,7 @@ struct Algorithm {
   /// An in-network algorithm: talks to the aggregation switch (kSwitchPeer), so it is
   /// a candidate only where PlanArgs::collnet says a switch serves the call.
   bool needsSwitch = false;
-  /// A direct-access algorithm (kSignal .. kPeerReduce steps): a candidate only where
+  /// A direct-access algorithm (kSignal .. kPeerPut steps): a candidate only where
   /// PlanArgs::peerAccess says the executor reaches the other ranks' buffers.
   bool needsPeerAccess = false;
 };
@@ -45,7 +45,8 @@ std::vector<const Algorithm*> algorithmsFor(Coll coll);
 /// The algorithm of `coll` whose name or NCCL name equals `name` (any case), or nullptr.
 const Algorithm* findAlgorithm(Coll coll, const std::string& name);
 
-/// The collective's direct-access algorithm (Algorithm::needsPeerAccess), or nullptr.
+/// The collective's first direct-access algorithm (Algorithm::needsPeerAccess: the one
+/// the flag board runs), or nullptr.
 const Algorithm* peerAccessAlgorithm(Coll coll);
 
 /// The collective's default algorithm (never nullptr for a valid collective).

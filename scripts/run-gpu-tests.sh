@@ -191,6 +191,10 @@ if [ -x "$bin/all_reduce_perf" ]; then
     step "$coll.threads2" 60 "$bin/${coll}_perf" -D 1 -t 2 \
       -b 8 -e 256M -f 32 -n 10 -w 3 -c 1 -J "$out/$coll.threads2.json"
   done
+  # The same all-reduce through the FIFOs (the plans before direct access), for the
+  # ratio in the same run (docs/cuda.md, "Direct access").
+  step all_reduce.threads2.fifo 60 env BRAID_DEVICE_DIRECT=0 "$bin/all_reduce_perf" -D 1 -t 2 \
+    -b 8 -e 256M -f 32 -n 10 -w 3 -c 1 -J "$out/all_reduce.threads2.fifo.json"
 fi
 
 # ---- tests ---------------------------------------------------------------------------
@@ -263,6 +267,16 @@ for coll, frac in ceil.items():
     b = r["out_of_place"]["busbw_gbps"]
     print(f"{coll:14s} 2 thread ranks {r['size'] >> 20:5d} MiB: busbw {b:8.1f} GB/s = "
           f"{100 * b / (copy * frac):5.1f}% of its ceiling {copy * frac:.0f} GB/s")
+fifo = os.path.join(out, "all_reduce.threads2.fifo.json")
+direct = os.path.join(out, "all_reduce.threads2.json")
+if os.path.exists(fifo) and os.path.exists(direct):
+    by = lambda f: {r["size"]: r["out_of_place"] for r in json.load(open(f))["results"]
+                    if r.get("out_of_place")}
+    d, q = by(direct), by(fifo)
+    for size in sorted(set(d) & set(q)):
+        print(f"all_reduce 2 thread ranks {size:>10d} B: direct {d[size]['busbw_gbps']:8.1f} GB/s "
+              f"{d[size]['time_us']:9.2f} us, FIFO {q[size]['busbw_gbps']:8.1f} GB/s "
+              f"{q[size]['time_us']:9.2f} us")
 lat = os.path.join(out, "all_reduce.threads2.latency.json")
 if os.path.exists(lat):
     eight = [r for r in json.load(open(lat))["results"] if r["size"] == 8]

@@ -8,20 +8,20 @@ namespace braid {
 namespace builders {
 
 bool allGatherPeerRead(const PlanArgs& a, const PlanParams& p, Plan* plan) {
-  (void)p;
   if (!a.peerAccess) return false;
   if (a.count == 0) return true;  // nothing to move: no steps (on every rank alike)
   const int n = a.nranks, r = a.rank;
   const uint64_t c = a.count;
   const Region own{Buf::kSend, 0, c};
-  patterns::ProgramWriter w(plan, 0);
-  w.barrier();
-  if (!a.inPlace) w.copy(own, Region{Buf::kRecv, uint64_t(r) * c, c});
-  for (int i = 1; i < n; ++i) {
-    const int q = (r + i) % n;
-    w.peerCopy(q, own, Region{Buf::kRecv, uint64_t(q) * c, c});
-  }
-  w.barrier();
+  patterns::forEachShare(plan, a, p, [&](patterns::ProgramWriter& w, auto share) {
+    w.barrier();
+    if (!a.inPlace) w.copy(share(own), share(Region{Buf::kRecv, uint64_t(r) * c, c}));
+    for (int i = 1; i < n; ++i) {
+      const int q = (r + i) % n;
+      w.peerCopy(q, share(own), share(Region{Buf::kRecv, uint64_t(q) * c, c}));
+    }
+    w.barrier();
+  });
   return true;
 }
 

@@ -10,28 +10,27 @@ namespace braid {
 namespace builders {
 
 bool allToAllPeerRead(const PlanArgs& a, const PlanParams& p, Plan* plan) {
-  (void)p;
   if (!a.peerAccess) return false;
   if (a.count == 0) return true;  // nothing to move: no steps (on every rank alike)
   const int n = a.nranks, r = a.rank;
   const uint64_t c = a.count;
   auto block = [&](Buf b, int q) { return Region{b, uint64_t(q) * c, c}; };
-  patterns::ProgramWriter w(plan, 0);
-  w.barrier();
-  if (!a.inPlace) w.copy(block(Buf::kSend, r), block(Buf::kRecv, r));
-  const Buf into = a.inPlace ? Buf::kScratch : Buf::kRecv;
-  for (int i = 1; i < n; ++i) {
-    const int q = (r + i) % n;
-    w.peerCopy(q, block(Buf::kSend, r), block(into, q));
-  }
-  w.barrier();
-  if (a.inPlace && n > 1 && c > 0) {
-    plan->scratchElems = uint64_t(n) * c;
+  if (a.inPlace && n > 1) plan->scratchElems = uint64_t(n) * c;
+  patterns::forEachShare(plan, a, p, [&](patterns::ProgramWriter& w, auto share) {
+    w.barrier();
+    if (!a.inPlace) w.copy(share(block(Buf::kSend, r)), share(block(Buf::kRecv, r)));
+    const Buf into = a.inPlace ? Buf::kScratch : Buf::kRecv;
     for (int i = 1; i < n; ++i) {
       const int q = (r + i) % n;
-      w.copy(block(Buf::kScratch, q), block(Buf::kRecv, q));
+      w.peerCopy(q, share(block(Buf::kSend, r)), share(block(into, q)));
     }
-  }
+    w.barrier();
+    if (a.inPlace)
+      for (int i = 1; i < n; ++i) {
+        const int q = (r + i) % n;
+        w.copy(share(block(Buf::kScratch, q)), share(block(Buf::kRecv, q)));
+      }
+  });
   return true;
 }
 

@@ -7,15 +7,15 @@ namespace braid {
 namespace builders {
 
 bool broadcastPeerRead(const PlanArgs& a, const PlanParams& p, Plan* plan) {
-  (void)p;
   if (!a.peerAccess) return false;
   if (a.count == 0) return true;  // nothing to move: no steps (on every rank alike)
   const Region all{Buf::kSend, 0, a.count}, out{Buf::kRecv, 0, a.count};
-  patterns::ProgramWriter w(plan, 0);
-  w.barrier();
-  if (a.rank != a.root) w.peerCopy(a.root, all, out);
-  else if (!a.inPlace) w.copy(all, out);
-  w.barrier();
+  patterns::forEachShare(plan, a, p, [&](patterns::ProgramWriter& w, auto share) {
+    w.barrier();
+    if (a.rank != a.root) w.peerCopy(a.root, share(all), share(out));
+    else if (!a.inPlace) w.copy(share(all), share(out));
+    w.barrier();
+  });
   return true;
 }
 

@@ -53,8 +53,11 @@ void ProgramWriter::wait(int peer) { add(StepKind::kWait, 0, peer, -1, Region{},
 void ProgramWriter::peerCopy(int from, Region src, Region dst) {
   add(StepKind::kPeerCopy, 0, from, -1, src, dst);
 }
-void ProgramWriter::peerReduce(Region src, Region dst, uint8_t flags) {
-  add(StepKind::kPeerReduce, flags, -1, -1, src, dst);
+void ProgramWriter::peerReduce(Region src, Region dst, uint8_t flags, int to) {
+  add(StepKind::kPeerReduce, flags, -1, to, src, dst);
+}
+void ProgramWriter::peerPut(int to, Region src, Region dst) {
+  add(StepKind::kPeerPut, 0, -1, to, src, dst);
 }
 
 void dropEmptyPrograms(Plan* plan) {

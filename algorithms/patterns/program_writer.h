@@ -36,7 +36,10 @@ class ProgramWriter {
   void signal();
   void wait(int peer);  ///< kAllPeers: every rank
   void peerCopy(int from, Region src, Region dst);
-  void peerReduce(Region src, Region dst, uint8_t flags);
+  /// to: -1, dst here only; kAllPeers, dst at every rank.
+  void peerReduce(Region src, Region dst, uint8_t flags, int to = -1);
+  /// dst at `to` (kAllPeers: every rank) <- own src.
+  void peerPut(int to, Region src, Region dst);
   /// signal() then wait(kAllPeers): a barrier.
   void barrier() {
     signal();
@@ -52,6 +55,25 @@ class ProgramWriter {
 
 /// Removes programs that ended up with no steps.
 void dropEmptyPrograms(Plan* plan);
+
+/// Writes a direct-access plan as params.nChannels programs (algorithms/plan.h: each
+/// program its own sequence of signals, so an executor can run them on several
+/// threads or CUDA blocks): program b moves share b of every region, 64-byte aligned
+/// within the region (channelShare). body(w, share) writes one program; share(region)
+/// is that program's part of a region (an empty part's steps are dropped, its signals
+/// and waits stay, so every program posts as many).
+template <class Body>
+void forEachShare(Plan* plan, const PlanArgs& args, const PlanParams& params, Body body) {
+  const int parts = params.nChannels > 1 ? params.nChannels : 1;
+  for (int b = 0; b < parts; ++b) {
+    ProgramWriter w(plan, b);
+    auto share = [&](Region r) {
+      const Range part = channelShare(r.count, args.typeSize, parts, b);
+      return Region{r.buf, r.offset + part.offset, part.count};
+    };
+    body(w, share);
+  }
+}
 
 }  // namespace patterns
 }  // namespace braid

@@ -8,14 +8,14 @@ namespace braid {
 namespace builders {
 
 bool reducePeerRead(const PlanArgs& a, const PlanParams& p, Plan* plan) {
-  (void)p;
   if (!a.peerAccess) return false;
   if (a.count == 0) return true;  // nothing to move: no steps (on every rank alike)
-  patterns::ProgramWriter w(plan, 0);
-  w.barrier();
-  if (a.rank == a.root)
-    w.peerReduce(Region{Buf::kSend, 0, a.count}, Region{Buf::kRecv, 0, a.count}, kPostOp);
-  w.barrier();
+  const Region in{Buf::kSend, 0, a.count}, out{Buf::kRecv, 0, a.count};
+  patterns::forEachShare(plan, a, p, [&](patterns::ProgramWriter& w, auto share) {
+    w.barrier();
+    if (a.rank == a.root) w.peerReduce(share(in), share(out), kPostOp);
+    w.barrier();
+  });
   return true;
 }
 

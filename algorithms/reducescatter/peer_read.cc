@@ -8,14 +8,15 @@ namespace braid {
 namespace builders {
 
 bool reduceScatterPeerRead(const PlanArgs& a, const PlanParams& p, Plan* plan) {
-  (void)p;
   if (!a.peerAccess) return false;
   if (a.count == 0) return true;  // nothing to move: no steps (on every rank alike)
   const uint64_t c = a.count;
-  patterns::ProgramWriter w(plan, 0);
-  w.barrier();
-  w.peerReduce(Region{Buf::kSend, uint64_t(a.rank) * c, c}, Region{Buf::kRecv, 0, c}, kPostOp);
-  w.barrier();
+  const Region in{Buf::kSend, uint64_t(a.rank) * c, c}, out{Buf::kRecv, 0, c};
+  patterns::forEachShare(plan, a, p, [&](patterns::ProgramWriter& w, auto share) {
+    w.barrier();
+    w.peerReduce(share(in), share(out), kPostOp);
+    w.barrier();
+  });
   return true;
 }
 

@@ -7,16 +7,16 @@ namespace braid {
 namespace builders {
 
 bool scatterPeerRead(const PlanArgs& a, const PlanParams& p, Plan* plan) {
-  (void)p;
   if (!a.peerAccess) return false;
   if (a.count == 0) return true;  // nothing to move: no steps (on every rank alike)
   const uint64_t c = a.count;
   const Region mine{Buf::kSend, uint64_t(a.rank) * c, c}, out{Buf::kRecv, 0, c};
-  patterns::ProgramWriter w(plan, 0);
-  w.barrier();
-  if (a.rank != a.root) w.peerCopy(a.root, mine, out);
-  else if (!a.inPlace) w.copy(mine, out);
-  w.barrier();
+  patterns::forEachShare(plan, a, p, [&](patterns::ProgramWriter& w, auto share) {
+    w.barrier();
+    if (a.rank != a.root) w.peerCopy(a.root, share(mine), share(out));
+    else if (!a.inPlace) w.copy(share(mine), share(out));
+    w.barrier();
+  });
   return true;
 }
 

@@ -40,6 +40,12 @@ const IntParam kDeviceNChannels("BRAID_DEVICE_NCHANNELS", 16,
     "device buffers; large messages use one per 128 KiB up to this (1..32). Must be the "
     "same on every rank.");
 
+const BoolParam kDeviceDirect("BRAID_DEVICE_DIRECT", true,
+    "Collectives on device buffers between ranks that are threads of one process on one "
+    "GPU read and write each other's buffers directly (the direct-access plans: one pass "
+    "over the data, no FIFO staging) instead of streaming through FIFOs. Rank 0's value "
+    "applies.");
+
 const IntParam kSmallMsgBytes("BRAID_SMALL_MSG_BYTES", 32768,
     "Messages up to this many bytes (the larger of the send and receive buffers) use the "
     "direct one-shot algorithms; 0 disables them. Rank 0's value applies to the whole "

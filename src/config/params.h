@@ -71,6 +71,7 @@ extern const StringParam kTopoDumpFile;  // NCCL_TOPO_DUMP_FILE
 extern const IntParam kMinNChannels;     // NCCL_MIN_NCHANNELS
 extern const IntParam kMaxNChannels;     // NCCL_MAX_NCHANNELS
 extern const IntParam kDeviceNChannels;  // BRAID_DEVICE_NCHANNELS
+extern const BoolParam kDeviceDirect;    // BRAID_DEVICE_DIRECT
 extern const IntParam kSmallMsgBytes;    // BRAID_SMALL_MSG_BYTES
 extern const BoolParam kBoard;           // BRAID_BOARD
 extern const IntParam kBoardInlineBytes;  // BRAID_BOARD_INLINE_BYTES

@@ -38,6 +38,7 @@ struct CommSettings {
   int nChannels = 1;      ///< channels every plan may use (NCCL_MIN_NCHANNELS)
   int maxChannels = 2;    ///< channels a plan may use (NCCL_MAX_NCHANNELS)
   int deviceChannels = 16;  ///< channels a device plan may use (BRAID_DEVICE_NCHANNELS)
+  bool deviceDirect = true;  ///< direct-access plans on device buffers (BRAID_DEVICE_DIRECT, rank 0's)
   int timeoutMs = 300000;
   int bootstrapTimeoutMs = 120000;
   int peerCheckMs = 200;

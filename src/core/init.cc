@@ -73,6 +73,7 @@ struct InitRecord {
   int32_t nChannels;
   int32_t maxChannels;
   int32_t deviceChannels;
+  int32_t deviceDirect;  ///< BRAID_DEVICE_DIRECT on this rank (rank 0's applies)
   uint64_t specHash;   ///< NCCL_ALGO and NCCL_PROTO (every rank must choose alike)
   int32_t modelError;  ///< this rank's BRAID_TUNER_MODEL could not be read
   int32_t collnetEnable;  ///< NCCL_COLLNET_ENABLE on this rank
@@ -219,6 +220,7 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   me.nChannels = comm->settings.nChannels;
   me.maxChannels = comm->settings.maxChannels;
   me.deviceChannels = comm->settings.deviceChannels;
+  me.deviceDirect = param::kDeviceDirect.get() ? 1 : 0;
   me.smallMsgBytes = comm->settings.smallMsgBytes;
   me.specHash = specHash(comm->settings);
   me.collnetEnable = param::kCollNetEnable.get();
@@ -283,6 +285,7 @@ ncclResult_t commInit(Comm* comm, int nranks, ncclUniqueId id, int rank, ncclCon
   });
   // Every rank must build the same plans: rank 0's small-message threshold applies.
   comm->settings.smallMsgBytes = all[0].smallMsgBytes;
+  comm->settings.deviceDirect = all[0].deviceDirect != 0;
   // ... and checks fingerprints if rank 0 does (a collective exchange: all or none),
   // and tags its calls' data if rank 0 does (compared only where both ends tag).
   comm->settings.check = all[0].check >= 2 && nranks > 1;

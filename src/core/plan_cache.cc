@@ -8,7 +8,7 @@ size_t PlanCache::KeyHash::operator()(const Key& k) const {
   uint64_t h = k.count * 0x9E3779B97F4A7C15ull;
   h ^= (uint64_t(k.typeSize) << 40) ^ (uint64_t(uint32_t(k.root)) << 8) ^
        (uint64_t(k.coll) << 1) ^ uint64_t(k.inPlace) ^ (uint64_t(k.device) << 5) ^
-       (uint64_t(k.collnet) << 6);
+       (uint64_t(k.collnet) << 6) ^ (uint64_t(k.peerAccess) << 7);
   return size_t(h ^ (h >> 29));
 }
 

@@ -24,9 +24,11 @@ class PlanCache {
     bool inPlace;
     bool device;   ///< a plan for the CUDA executor (its own channel count)
     bool collnet;  ///< CollNet algorithms allowed (the collnet takes the type and op)
+    bool peerAccess = false;  ///< direct-access algorithms allowed (PlanArgs::peerAccess)
     bool operator==(const Key& o) const {
       return count == o.count && typeSize == o.typeSize && root == o.root && coll == o.coll &&
-             inPlace == o.inPlace && device == o.device && collnet == o.collnet;
+             inPlace == o.inPlace && device == o.device && collnet == o.collnet &&
+             peerAccess == o.peerAccess;
     }
   };
   static constexpr size_t kMaxEntries = 4096;

@@ -143,6 +143,12 @@ std::vector<TuneChoice> rankChoices(const TuneInput& in, bool ignoreSpecs) {
   const uint64_t bytes = messageBytes(in.args);
   const bool small = bytes <= in.smallMsgBytes && in.args.nranks <= kDirectMaxRanks;
   std::vector<Candidate> cands;
+  // (NCCL_ALGO set: the user's choice stands, whatever it stages.)
+  bool directOnly = in.directOnly && in.args.peerAccess && in.algoSpec.empty();
+  if (directOnly) {
+    const Algorithm* d = peerAccessAlgorithm(in.args.coll);
+    directOnly = d != nullptr;
+  }
   // Pass 0: what NCCL_ALGO / NCCL_PROTO allow. Pass 1 (only if pass 0 found nothing,
   // e.g. NCCL_ALGO=CollNet): everything, with a warning from the caller.
   for (int pass = ignoreSpecs ? 1 : 0; pass < 2 && cands.empty(); ++pass) {
@@ -151,6 +157,7 @@ std::vector<TuneChoice> rankChoices(const TuneInput& in, bool ignoreSpecs) {
       if (a.coll != in.args.coll) continue;
       if (a.needsSwitch && !in.args.collnet) continue;  // no switch serves this call
       if (a.needsPeerAccess && !in.args.peerAccess) continue;  // no direct access here
+      if (directOnly && !a.needsPeerAccess && !any) continue;  // staging only adds traffic
       if (!any && !algoAllowed(in.algoSpec, a.coll, a.name, a.ncclName)) continue;
       // One-shot algorithms cost a connection per peer and n-1 copies: only for small
       // messages on small groups, unless NCCL_ALGO names them.
@@ -203,7 +210,8 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const 
   // Device buffers never go through the switch (its ports are host FIFOs).
   const bool collnet = argsIn.collnet && !device;
   const PlanCache::Key key{argsIn.count, uint32_t(argsIn.typeSize), int32_t(argsIn.root),
-                           uint8_t(argsIn.coll), argsIn.inPlace, device, collnet};
+                           uint8_t(argsIn.coll), argsIn.inPlace, device, collnet,
+                           argsIn.peerAccess};
   if (cacheable) {
     if (std::shared_ptr<const Plan> hit = comm->planCache.find(key)) {
       *out = std::move(hit);
@@ -229,6 +237,7 @@ ncclResult_t makePlan(Comm* comm, const PlanArgs& argsIn, std::shared_ptr<const 
     if (args.coll == Coll::kSendRecv)
       cap = std::min<uint64_t>(cap, std::max(1, DevLaunch::kMaxBlocks / (2 * args.nranks)));
     in.minChannels = in.maxChannels = int(std::min<uint64_t>(want, cap));
+    in.directOnly = args.peerAccess;
   }
   std::vector<TuneChoice> choices = rankChoices(in);
   const size_t allowed = choices.size();

@@ -39,6 +39,10 @@ struct TuneInput {
   FifoGeometry geometry;
   uint64_t smallMsgBytes = 32768;
   int minChannels = 1, maxChannels = 1;
+  /// Only the direct-access algorithms (where args.peerAccess and the collective has
+  /// them): the CUDA executor between ranks of one GPU, where staging through FIFOs
+  /// only adds traffic on the same memory.
+  bool directOnly = false;
 };
 
 /// One ranked candidate.

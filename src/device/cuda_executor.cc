@@ -27,9 +27,10 @@ bool reduces(Coll c) {
 struct DevOp {
   const OpRecord* op = nullptr;
   std::shared_ptr<const Plan> plan;
-  DevPlan compiled;                        ///< the plan in the kernel's form
-  const DevPlanImage* image = nullptr;     ///< device address
-  const DevPlanImage* imageHost = nullptr; ///< the same, host view
+  CompiledPlan own;               ///< a plan not kept by the comm (send/recv) ...
+  CompiledPlan* kept = nullptr;   ///< ... or the comm's cached one
+  CompiledPlan& cp() { return kept ? *kept : own; }
+  const CompiledPlan& cp() const { return kept ? *kept : own; }
   DevRed red = DevRed::kNone;
   size_t scratchBytes = 0;
 };
@@ -44,7 +45,7 @@ struct CommLaunches {
 DevWork workOf(const DevOp& d, uint16_t firstBlock, bool newStage) {
   const OpRecord& op = *d.op;
   DevWork w;
-  w.plan = d.image;
+  w.plan = d.cp().image;
   w.send = static_cast<const char*>(op.sendbuff);
   w.recv = static_cast<char*>(op.recvbuff);
   w.nranks = uint32_t(op.comm->nranks);
@@ -127,13 +128,21 @@ ncclResult_t planOps(const std::vector<const OpRecord*>& ops, const std::vector<
     BRAID_CHECK(deviceState(c));
     DevOp d;
     d.op = op;
-    BRAID_CHECK(makePlan(c, planArgsFor(c, *op), &d.plan, true));
+    PlanArgs args = planArgsFor(c, *op);
+    // Direct access between thread ranks of this GPU; never for PreMulSum (its scalar
+    // is each rank's own: only the owner of an input may scale it).
+    args.peerAccess = c->device->directAccess() &&
+                      !(reduces(op->coll) && int(op->op) >= int(ncclNumOps));
+    BRAID_CHECK(makePlan(c, args, &d.plan, true));
     d.red = devRedFor(op->op, reduces(op->coll));
     d.scratchBytes = size_t(d.plan->scratchElems) * dataTypeSize(op->type);
     std::string why;
-    if (!DevPlan::compile(*d.plan, dataTypeSize(op->type), &d.compiled, &why))
+    CompiledPlan* cp = nullptr;
+    if (!c->device->compiled(d.plan, dataTypeSize(op->type), op->coll != Coll::kSendRecv,
+                             &d.own, &cp, &why))
       return setError(ncclInvalidUsage, c, "%s: %s: plan %s cannot run on the GPU: %s",
                       c->who().c_str(), op->call, d.plan->algorithm.c_str(), why.c_str());
+    if (cp != &d.own) d.kept = cp;
     out->push_back(std::move(d));
   }
   for (Comm* c : comms) {
@@ -143,7 +152,7 @@ ncclResult_t planOps(const std::vector<const OpRecord*>& ops, const std::vector<
       const DevOp& d = (*out)[i];
       if (d.op->comm != c) continue;
       mine.push_back(i);
-      group.push_back(itemOf(d, uint32_t(d.compiled.programs.size())));
+      group.push_back(itemOf(d, uint32_t(d.cp().dev.programs.size())));
     }
     // One launch per kernel where the group allows (see kernelOrder).
     CommLaunches cl;
@@ -161,8 +170,45 @@ ncclResult_t planOps(const std::vector<const OpRecord*>& ops, const std::vector<
   return ncclSuccess;
 }
 
+/// Tags of the direct-access area exchange on the bootstrap (apart from the Connector's).
+constexpr uint32_t kTagPeerAreas = 0x30000;
+
+/// Every rank's DevPeerArea address, for the comms whose ops of this batch include a
+/// direct-access plan and that have not exchanged them yet (all ranks of such a comm
+/// run the same op, so they all get here): every comm's sends first, then the
+/// receives, so one thread may drive every rank of a comm.
+ncclResult_t exchangePeerAreas(const std::vector<DevOp>& ops, cudart::DeviceScope& scope) {
+  std::vector<Comm*> need;
+  for (const DevOp& d : ops) {
+    Comm* c = d.op->comm;
+    if (d.cp().dev.direct && !c->device->peersReady() &&
+        std::find(need.begin(), need.end(), c) == need.end())
+      need.push_back(c);
+  }
+  for (Comm* c : need) {
+    const uint64_t mine = c->device->peerAreaAddress();
+    for (int p = 0; p < c->nranks; ++p)
+      if (p != c->rank) BRAID_CHECK(c->bootstrap->send(p, kTagPeerAreas, &mine, sizeof mine));
+  }
+  for (Comm* c : need) {
+    std::vector<uint64_t> areas(size_t(c->nranks), 0);
+    areas[size_t(c->rank)] = c->device->peerAreaAddress();
+    for (int p = 0; p < c->nranks; ++p)
+      if (p != c->rank)
+        BRAID_CHECK(c->bootstrap->recv(p, kTagPeerAreas, &areas[size_t(p)], sizeof(uint64_t)));
+    for (int p = 0; p < c->nranks; ++p)
+      if (areas[size_t(p)] == 0)
+        return setError(ncclInternalError, c, "%s: rank %d has no direct-access area",
+                        c->who().c_str(), p);
+    BRAID_CHECK(scope.enter(c->cudaDev));
+    BRAID_CHECK(c->device->setPeerAreas(areas));
+  }
+  return ncclSuccess;
+}
+
 /// Makes the device connections the plans need (all ranks together) and the images.
 ncclResult_t connectOps(std::vector<DevOp>& ops, cudart::DeviceScope& scope) {
+  BRAID_CHECK(exchangePeerAreas(ops, scope));
   Connector connector(true);
   for (const DevOp& d : ops) connector.note(d.op->comm, *d.plan);
   {
@@ -171,8 +217,10 @@ ncclResult_t connectOps(std::vector<DevOp>& ops, cudart::DeviceScope& scope) {
   }
   for (DevOp& d : ops) {
     BRAID_CHECK(scope.enter(d.op->comm->cudaDev));
-    BRAID_CHECK(d.op->comm->device->image(d.compiled, d.plan->algorithm.c_str(), &d.image,
-                                          &d.imageHost));
+    CompiledPlan& cp = d.cp();
+    if (cp.image == nullptr)
+      BRAID_CHECK(d.op->comm->device->image(cp.dev, d.plan->algorithm.c_str(), &cp.image,
+                                            &cp.imageHost));
   }
   return ncclSuccess;
 }

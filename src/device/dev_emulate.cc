@@ -21,6 +21,7 @@
 namespace braid {
 namespace {
 
+using devinterp::PeerBufs;
 using devinterp::PieceShared;
 using devinterp::Vec16;
 
@@ -32,6 +33,7 @@ struct BlockState {
   std::atomic<uint32_t> generation{0};
   PieceShared sh{};
   alignas(16) unsigned char cache[devinterp::kConnCacheBytes];
+  PeerBufs peers{};
 
   std::atomic<uint32_t> sleepers{0};
 
@@ -79,6 +81,7 @@ class HostBlock {
   void sync() { st_->sync(); }
   PieceShared& sh() { return st_->sh; }
   void* cacheMem() { return st_->cache; }
+  PeerBufs& peerBufs() { return st_->peers; }
 
   template <class T>
   static T ld(const T* p) {
@@ -108,6 +111,8 @@ class HostBlock {
   static void fenceGpu() {}
   static uint32_t ldAcquireGpu(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
   static void stReleaseGpu(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+  static uint64_t ldAcquireGpu64(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+  static void stReleaseGpu64(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
   static uint32_t arrive(uint32_t* p, uint32_t n) { return __atomic_fetch_add(p, n, __ATOMIC_ACQ_REL); }
   static void reset(uint32_t* p) { __atomic_store_n(p, 0, __ATOMIC_RELEASE); }
   /// Many emulated blocks share few cores: spin briefly, then let the others run.

@@ -60,6 +60,7 @@ DeviceComm::~DeviceComm() {
   for (void* e : events_) (void)cudart::eventDestroy(e);
   if (lastEvent_) (void)cudart::eventDestroy(lastEvent_);
   if (barrier_) (void)cudart::deviceFree(barrier_);
+  if (peerArea_) (void)cudart::deviceFree(peerArea_);
   if (controlHost_) (void)cudart::hostFree(controlHost_);
 }
 
@@ -76,11 +77,50 @@ ncclResult_t DeviceComm::init() {
   BRAID_CHECK(cudart::deviceAlloc(&b, 4 * sizeof(uint32_t), "grid barrier words"));
   barrier_ = static_cast<uint32_t*>(b);
   BRAID_CHECK(cudart::memsetDevice(barrier_, 0, 4 * sizeof(uint32_t)));
+  if (directAccess()) {  // made now, while the ranks are still setting up (see Arena)
+    void* a = nullptr;
+    BRAID_CHECK(cudart::deviceAlloc(&a, sizeof(DevPeerArea), "direct-access words"));
+    peerArea_ = static_cast<DevPeerArea*>(a);
+    BRAID_CHECK(cudart::memsetDevice(peerArea_, 0, sizeof(DevPeerArea)));
+  }
   BRAID_CHECK(cudart::eventCreate(&lastEvent_));
   char* h = nullptr;
   char* d = nullptr;
   BRAID_CHECK(carve(0, &h, &d));  // the first arena, while the ranks are still setting up
   warnSharedGpu();
+  return ncclSuccess;
+}
+
+bool DeviceComm::directAccess() const {
+  const Comm& c = *comm_;
+  if (!c.settings.deviceDirect || c.nranks < 2 || c.nranks > kDevMaxDirectRanks) return false;
+  const PeerInfo& me = c.peers[size_t(c.rank)];
+  for (const PeerInfo& p : c.peers)
+    if (p.processHash != me.processHash || p.cudaDev != me.cudaDev) return false;
+  return true;
+}
+
+ncclResult_t DeviceComm::setPeerAreas(const std::vector<uint64_t>& areas) {
+  if (peersReady()) return ncclSuccess;
+  if (areas.size() != size_t(comm_->nranks) || peerArea_ == nullptr)
+    return setError(ncclInternalError, comm_, "%s: direct-access areas of %zu ranks for %d",
+                    comm_->who().c_str(), areas.size(), comm_->nranks);
+  // From the plan arenas, like an image: no cudaMalloc while thread ranks' kernels run.
+  const size_t bytes = areas.size() * sizeof(uint64_t);
+  char* staging = nullptr;
+  char* dev = nullptr;
+  BRAID_CHECK(carve(bytes, &staging, &dev));
+  std::memcpy(staging, areas.data(), bytes);
+  {
+    cudart::CaptureRelaxed relaxed;
+    BRAID_CHECK(cudart::copyToDevice(dev, staging, bytes));
+  }
+  peerTable_.areas = reinterpret_cast<DevPeerArea* const*>(dev);
+  peerTable_.rank = uint32_t(comm_->rank);
+  peerTable_.nranks = uint32_t(comm_->nranks);
+  peerTable_.sysScope = 0;  // directAccess(): every rank is on this GPU
+  BRAID_INFO(kLogInit, "%s: direct-access areas of %d ranks exchanged", comm_->who().c_str(),
+             comm_->nranks);
   return ncclSuccess;
 }
 
@@ -170,7 +210,10 @@ ncclResult_t DeviceComm::image(const DevPlan& dp, const char* algorithm,
   char* staging = nullptr;
   char* dev = nullptr;
   BRAID_CHECK(carve(bytes, &staging, &dev));
-  im.hostView = DevPlanImage::write(dp, conns.data(), staging, dev);
+  if (dp.direct && !peersReady())
+    return setError(ncclInternalError, comm_, "%s: plan %s uses direct access before the "
+                    "ranks' areas were exchanged", comm_->who().c_str(), algorithm);
+  im.hostView = DevPlanImage::write(dp, conns.data(), peerTable_, staging, dev);
   {
     // From pinned memory: a DMA on the setup stream, which waits for nothing else.
     cudart::CaptureRelaxed relaxed;
@@ -184,6 +227,32 @@ ncclResult_t DeviceComm::image(const DevPlan& dp, const char* algorithm,
     BRAID_WARN("%s: 4096 distinct device plans kept (one per op shape; they are freed "
                "with the communicator)", comm_->who().c_str());
   return ncclSuccess;
+}
+
+bool DeviceComm::compiled(const std::shared_ptr<const Plan>& plan, size_t typeSize, bool keep,
+                          CompiledPlan* scratch, CompiledPlan** out, std::string* why) {
+  if (keep) {
+    auto it = compiled_.find(plan.get());
+    if (it != compiled_.end() && it->second.dev.typeSize == typeSize) {
+      *out = &it->second;
+      return true;
+    }
+  }
+  CompiledPlan c;
+  c.plan = plan;
+  if (!DevPlan::compile(*plan, typeSize, &c.dev, why)) return false;
+  if (!keep) {
+    *scratch = std::move(c);
+    *out = scratch;
+    return true;
+  }
+  // Plans the tuner evicted stay alive here until the bound; then every entry goes
+  // (their images stay in images_, found by content again).
+  if (compiled_.size() >= kMaxCompiled) compiled_.clear();
+  CompiledPlan& slot = compiled_[plan.get()];
+  slot = std::move(c);
+  *out = &slot;
+  return true;
 }
 
 ncclResult_t DeviceComm::scratch(size_t bytes, char** out) {

@@ -28,6 +28,14 @@ namespace braid {
 
 struct Comm;
 
+/// A plan in the kernel's form, with its image once made (DeviceComm::compiled).
+struct CompiledPlan {
+  std::shared_ptr<const Plan> plan;  ///< kept alive while cached: its address is the key
+  DevPlan dev;
+  const DevPlanImage* image = nullptr;      ///< device address, once made
+  const DevPlanImage* imageHost = nullptr;  ///< the same bytes, host view
+};
+
 class DeviceComm {
  public:
   explicit DeviceComm(Comm* comm) : comm_(comm) {}
@@ -44,6 +52,14 @@ class DeviceComm {
   /// bytes seen by the host.
   ncclResult_t image(const DevPlan& dp, const char* algorithm, const DevPlanImage** dev,
                      const DevPlanImage** host);
+  /// The compiled form of `plan` (elements of typeSize bytes) and its image: from this
+  /// comm's cache when the plan was compiled before, so a repeated call (the tuner
+  /// hands back the same cached Plan) compiles nothing and finds its image by pointer.
+  /// A plan made afresh for each call (`keep` false: send/recv) is compiled into
+  /// *scratch instead. *out points at the one used. False (and *why) as
+  /// DevPlan::compile.
+  bool compiled(const std::shared_ptr<const Plan>& plan, size_t typeSize, bool keep,
+                CompiledPlan* scratch, CompiledPlan** out, std::string* why);
   /// Device working memory of at least `bytes` for one launch. Launches of a comm run
   /// one after another, so each may reuse it; a larger request gets a new buffer (the
   /// old one stays until the comm is destroyed: queued launches may still use it).
@@ -57,6 +73,18 @@ class DeviceComm {
 
   DevControl* controlDev() const { return controlDev_; }
   uint32_t* barrier() const { return barrier_; }
+
+  // Direct access (algorithms/plan.h; src/device/dev_peers.h): every rank's DevPeerArea.
+  /// Whether this comm's device plans may use direct-access steps: every rank is a
+  /// thread of this process on this GPU, 2..kDevMaxDirectRanks of them, and
+  /// BRAID_DEVICE_DIRECT (rank 0's) is on. The same answer on every rank.
+  bool directAccess() const;
+  /// Device address of this rank's area (zeroed at init), for the exchange.
+  uint64_t peerAreaAddress() const { return uint64_t(reinterpret_cast<uintptr_t>(peerArea_)); }
+  /// Whether the ranks' areas are known (setPeerAreas ran).
+  bool peersReady() const { return peerTable_.areas != nullptr; }
+  /// Records every rank's area address (index: rank) in device memory for the images.
+  ncclResult_t setPeerAreas(const std::vector<uint64_t>& areas);
 
   /// Tells running and queued kernels of this comm to give up.
   void abortKernels();
@@ -101,7 +129,12 @@ class DeviceComm {
   void* controlHost_ = nullptr;       ///< DevControl, pinned
   DevControl* controlDev_ = nullptr;  ///< its device address
   uint32_t* barrier_ = nullptr;       ///< device memory, 4 words
+  DevPeerArea* peerArea_ = nullptr;   ///< device memory: this rank's direct-access words
+  DevPeerTable peerTable_;            ///< areas: device array of every rank's area
   std::unordered_map<uint64_t, std::vector<Image>> images_;  ///< by hash of the key
+  /// compiled(): by plan address (bounded: cleared at kMaxCompiled; images stay).
+  std::unordered_map<const Plan*, CompiledPlan> compiled_;
+  static constexpr size_t kMaxCompiled = 4096;
   size_t imageCount_ = 0;
   std::vector<Arena> arenas_;         ///< the last is the current one
   std::vector<void*> scratch_;        ///< the last is the current one

@@ -35,7 +35,18 @@
 //   static uint32_t ldAcquireGpu(const uint32_t*); static void stReleaseGpu(uint32_t*, uint32_t);
 //   static uint32_t arrive(uint32_t*, uint32_t n);        // atomic +n (acq_rel), returns the old value
 //   static void reset(uint32_t*);                         // release store of 0
+//   PeerBufs& peerBufs();                                  // block-shared (direct access)
+//   static uint64_t ldAcquireGpu64(const uint64_t*); static void stReleaseGpu64(uint64_t*, uint64_t);
 //   static constexpr int kUnroll; static constexpr uint32_t kCheckEvery;
+//
+// Direct-access steps (kSignal .. kPeerPut: no FIFO; DevPlanImage::peers) run with the
+// same roles: a signal waits for the block (every thread's accesses done), then thread 0
+// announces the buffers (first signal of the run) and release-stores the program's
+// count in its DevPeerSlot (GPU scope when every rank is on this GPU, system scope
+// otherwise); a wait is thread 0 polling the peers' counts with acquire loads (the
+// abort checks as above), and the first wait for every rank also copies every rank's
+// announced buffers into block-shared memory; data steps are every thread's share of
+// the copy or reduction (src/device/interp_peers.h), then a barrier.
 #pragma once
 #include <cstdint>
 #include <new>
@@ -44,22 +55,12 @@
 #include "src/device/dev_fifo.h"
 #include "src/device/dev_launch.h"
 #include "src/device/hd.h"
+#include "src/device/interp_data.h"
+#include "src/device/interp_peers.h"
 #include "src/device/reduce_ops.h"
-
-/// Full unrolling of the short constant loops over a thread's vectors (device only).
-#if BRAID_DEVICE_PASS
-#define BRAID_UNROLL _Pragma("unroll")
-#else
-#define BRAID_UNROLL
-#endif
 
 namespace braid {
 namespace devinterp {
-
-/// 16 bytes moved as one vector.
-struct alignas(16) Vec16 {
-  uint32_t w[4];
-};
 
 /// Bytes of block-shared memory the Block policy provides at cacheMem() (thread 0's
 /// FIFO states, a ConnCache).
@@ -74,156 +75,6 @@ struct PieceShared {
   uint64_t bytes;
   uint32_t stop;
 };
-
-BRAID_HD_INLINE uintptr_t addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
-BRAID_HD_INLINE uint64_t minU(uint64_t a, uint64_t b) { return a < b ? a : b; }
-
-// ---- data movement (all threads) ---------------------------------------------------------
-
-/// One word of W bytes (16: a vector, 4: a 32-bit word).
-template <class Block, int W>
-struct Word {
-  using T = std::conditional_t<W == 16, Vec16, uint32_t>;
-  BRAID_HD_INLINE static T ld(const char* p) {
-    if constexpr (W == 16) return Block::ld16(p);
-    else return Block::template ld<uint32_t>(reinterpret_cast<const uint32_t*>(p));
-  }
-  BRAID_HD_INLINE static void st(char* p, const T& v) {
-    if constexpr (W == 16) Block::st16(p, v);
-    else Block::template st<uint32_t>(reinterpret_cast<uint32_t*>(p), v);
-  }
-};
-
-/// Bytes [from, to) of src to d1 (and d2), one byte per thread.
-template <class Block>
-BRAID_HD_INLINE void copyTail(Block& b, char* d1, char* d2, const char* src, uint64_t from,
-                              uint64_t to) {
-  for (uint64_t i = from + uint64_t(b.tid()); i < to; i += uint64_t(b.nthreads())) {
-    const uint8_t v = Block::template ld<uint8_t>(reinterpret_cast<const uint8_t*>(src + i));
-    Block::template st<uint8_t>(reinterpret_cast<uint8_t*>(d1 + i), v);
-    if (d2) Block::template st<uint8_t>(reinterpret_cast<uint8_t*>(d2 + i), v);
-  }
-}
-
-/// d1[i] (and d2[i] if not null) = src[i] for i < n bytes, in words of W bytes (W: 4
-/// or 16; bytes before the first and after the last whole word one by one); all
-/// pointers must have the same address modulo W.
-template <class Block, int W>
-BRAID_HD void copyWords(Block& b, char* d1, char* d2, const char* src, uint64_t n) {
-  using Wd = Word<Block, W>;
-  using T = typename Wd::T;
-  const uint64_t head = minU(n, (W - (addr(src) & (W - 1))) & (W - 1));
-  const uint64_t nw = (n - head) / W;
-  copyTail(b, d1, d2, src, 0, head);
-  const char* s = src + head;
-  char* o1 = d1 + head;
-  char* o2 = d2 ? d2 + head : nullptr;
-  constexpr int U = Block::kUnroll;
-  const uint64_t step = uint64_t(b.nthreads());
-  uint64_t i = uint64_t(b.tid());
-  for (; i + (U - 1) * step < nw; i += U * step) {
-    T v[U];
-    BRAID_UNROLL
-    for (int u = 0; u < U; ++u) v[u] = Wd::ld(s + (i + u * step) * W);
-    BRAID_UNROLL
-    for (int u = 0; u < U; ++u) {
-      Wd::st(o1 + (i + u * step) * W, v[u]);
-      if (o2) Wd::st(o2 + (i + u * step) * W, v[u]);
-    }
-  }
-  for (; i < nw; i += step) {
-    const T v = Wd::ld(s + i * W);
-    Wd::st(o1 + i * W, v);
-    if (o2) Wd::st(o2 + i * W, v);
-  }
-  copyTail(b, d1, d2, src, head + nw * W, n);
-}
-
-/// Byte copy to d1 (and d2): 16-byte vectors where the pointers agree modulo 16,
-/// 4-byte words where they agree modulo 4, bytes otherwise.
-template <class Block>
-BRAID_HD void copyBytes(Block& b, char* d1, char* d2, const char* src, uint64_t n) {
-  const uintptr_t r16 = addr(src) & 15;
-  const bool co16 = (addr(d1) & 15) == r16 && (!d2 || (addr(d2) & 15) == r16);
-  const bool co4 = (addr(d1) & 3) == (r16 & 3) && (!d2 || (addr(d2) & 3) == (r16 & 3));
-  if (co16) copyWords<Block, 16>(b, d1, d2, src, n);
-  else if (co4) copyWords<Block, 4>(b, d1, d2, src, n);
-  else copyTail(b, d1, d2, src, 0, n);
-}
-
-/// Elementwise: d1[i] (and d2[i]) = reduce ? op.reduce(in[i], local[i]) : op.copy(in[i])
-/// for i < n bytes. 16-byte vectors where every pointer has the same address modulo 16
-/// (and an element-aligned one); single elements otherwise.
-template <class Block, class Tr, DevRed R>
-BRAID_HD void computeElems(Block& b, const devred::DevOp<Tr, R>& op, char* d1, char* d2,
-                           const char* in, const char* local, uint64_t n, bool reduce) {
-  using S = typename Tr::Storage;
-  constexpr uint64_t ts = sizeof(S);
-  constexpr int E = int(16 / ts);
-  const int t = b.tid(), nt = b.nthreads();
-  const uintptr_t r16 = addr(in) & 15;
-  const bool vec = r16 % ts == 0 && (!d1 || (addr(d1) & 15) == r16) &&
-                   (!d2 || (addr(d2) & 15) == r16) && (!reduce || (addr(local) & 15) == r16);
-  const uint64_t head = vec ? minU(n, (16 - r16) & 15) : n;
-  const uint64_t nv = vec ? (n - head) / 16 : 0;
-  const uint64_t tailStart = head + nv * 16;
-  auto one = [&](uint64_t off) {
-    const S x = Block::template ld<S>(reinterpret_cast<const S*>(in + off));
-    const S r = reduce ? op.reduce(x, Block::template ld<S>(reinterpret_cast<const S*>(local + off)))
-                       : op.copy(x);
-    if (d1) Block::template st<S>(reinterpret_cast<S*>(d1 + off), r);
-    if (d2) Block::template st<S>(reinterpret_cast<S*>(d2 + off), r);
-  };
-  for (uint64_t e = uint64_t(t); e < head / ts; e += uint64_t(nt)) one(e * ts);
-  union Pack {
-    Vec16 v;
-    S e[E];
-  };
-  constexpr int U = Block::kUnroll;
-  const uint64_t step = uint64_t(nt);
-  uint64_t i = uint64_t(t);
-  for (; i + (U - 1) * step < nv; i += U * step) {
-    Pack a[U], c[U];
-    BRAID_UNROLL
-    for (int u = 0; u < U; ++u) a[u].v = Block::ld16(in + head + (i + u * step) * 16);
-    if (reduce)
-      BRAID_UNROLL
-      for (int u = 0; u < U; ++u) c[u].v = Block::ld16(local + head + (i + u * step) * 16);
-    BRAID_UNROLL
-    for (int u = 0; u < U; ++u) {
-      BRAID_UNROLL
-      for (int k = 0; k < E; ++k) a[u].e[k] = reduce ? op.reduce(a[u].e[k], c[u].e[k]) : op.copy(a[u].e[k]);
-      const uint64_t off = head + (i + u * step) * 16;
-      if (d1) Block::st16(d1 + off, a[u].v);
-      if (d2) Block::st16(d2 + off, a[u].v);
-    }
-  }
-  for (; i < nv; i += step) {
-    const uint64_t off = head + i * 16;
-    Pack a, c;
-    a.v = Block::ld16(in + off);
-    if (reduce) c.v = Block::ld16(local + off);
-    BRAID_UNROLL
-    for (int k = 0; k < E; ++k) a.e[k] = reduce ? op.reduce(a.e[k], c.e[k]) : op.copy(a.e[k]);
-    if (d1) Block::st16(d1 + off, a.v);
-    if (d2) Block::st16(d2 + off, a.v);
-  }
-  for (uint64_t e = tailStart / ts + uint64_t(t); e < n / ts; e += uint64_t(nt)) one(e * ts);
-}
-
-/// One piece: the result of `in` (OP `local` when reduce) to dst and/or slot.
-template <class Block, class Tr, DevRed R>
-BRAID_HD_INLINE void runPiece(Block& b, const devred::DevOp<Tr, R>& op, char* dst, char* slot,
-                              const char* in, const char* local, uint64_t n, bool reduce) {
-  if (n == 0) return;
-  char* d1 = dst ? dst : slot;
-  char* d2 = dst ? slot : nullptr;
-  if (!reduce && op.copyIsIdentity()) {
-    copyBytes(b, d1, d2, in, n);
-    return;
-  }
-  if constexpr (R != DevRed::kNone) computeElems<Block, Tr, R>(b, op, d1, d2, in, local, n, reduce);
-}
 
 // ---- the interpreter ------------------------------------------------------------------------
 
@@ -299,7 +150,7 @@ class Interp {
       }
       // The work's programs run on blocks [firstBlock, firstBlock + nPrograms).
       if (block >= work.firstBlock && block - work.firstBlock < work.plan->nPrograms)
-        ok = runProgram(work, work.plan->programs[block - work.firstBlock]);
+        ok = runProgram(work, block - work.firstBlock);
       b_.sync();
     }
     if (b_.tid() == 0) finish();
@@ -371,8 +222,16 @@ class Interp {
     return nullptr;
   }
 
-  BRAID_HD bool runProgram(const DevWork& w, const DevProgram& prog) {
+  BRAID_HD bool runProgram(const DevWork& w, uint32_t index) {
     const DevPlanImage* img = w.plan;
+    const DevProgram& prog = img->programs[index];
+    if (b_.tid() == 0 && img->peers.areas != nullptr) {
+      // This program's signals continue from where its slot is (dev_peers.h).
+      PeerBufs& st = b_.peerBufs();
+      st.base = Block::ldVolatile(&img->peers.areas[img->peers.rank]->slot[index].signals);
+      st.posted = 0;
+      st.announced = st.known = 0;
+    }
     // Thread 0's FIFO states live in block-shared memory (not in every thread's stack).
     static_assert(sizeof(ConnCache<Block>) <= kConnCacheBytes, "grow kConnCacheBytes");
     if (b_.tid() == 0) new (b_.cacheMem()) ConnCache<Block>();
@@ -392,7 +251,10 @@ class Interp {
     }
     for (uint32_t i = 0; i < prog.nSteps; ++i) {
       const DevStep& s = img->steps[prog.firstStep + i];
-      if (!runStep(w, img, s, cache, hasPre, scalar)) return false;
+      const bool ok = s.kind >= uint8_t(StepKind::kSignal)
+                          ? runDirect(w, img, s, index, hasPre, scalar)
+                          : runStep(w, img, s, cache, hasPre, scalar);
+      if (!ok) return false;
     }
     // A stream is consumed whole by the steps of one work: a slot left half read
     // would corrupt the next work's data (a plan bug).
@@ -494,6 +356,97 @@ class Interp {
       done += piece.bytes;
     }
     if (b_.tid() == 0 && pieces % 16 != 0) Block::bump(&ctl_->progress);
+    return true;
+  }
+
+  // ---- direct-access steps (see the top of this file) ----
+
+  /// Thread 0: waits until every rank of `mask` (but this one) has posted `target`
+  /// signals of program `index`. False if the launch must stop.
+  BRAID_HD bool waitPeers(const DevPeerTable& pt, uint32_t index, uint32_t mask, uint64_t target) {
+    for (uint32_t m = mask & ~(1u << pt.rank); m; m &= m - 1) {
+      const uint64_t* count = &pt.areas[lowBit(m)]->slot[index].signals;
+      for (uint32_t i = 1;; ++i) {
+        const uint64_t v = pt.sysScope ? Block::ldAcquire(count) : Block::ldAcquireGpu64(count);
+        if (v >= target) break;
+        if (i % Block::kCheckEvery == 0 && mustStop()) return giveUp();
+        Block::pause(i);
+      }
+    }
+    return true;
+  }
+
+  BRAID_HD bool runDirect(const DevWork& w, const DevPlanImage* img, const DevStep& s,
+                          uint32_t index, bool hasPre, S scalar) {
+    const DevPeerTable& pt = img->peers;
+    const uint8_t k = s.kind;
+    const uint32_t all = pt.nranks >= 32 ? ~0u : (1u << pt.nranks) - 1;
+    if (pt.areas == nullptr || index >= uint32_t(kDevMaxPrograms) ||
+        pt.nranks > uint32_t(kDevMaxDirectRanks) || (hasPre && k == uint8_t(StepKind::kPeerReduce)) ||
+        (R == DevRed::kNone && k == uint8_t(StepKind::kPeerReduce)))
+      return !shareFlag(b_.tid() == 0 && !giveUp());  // an image or kernel the plan cannot use
+    if (k == uint8_t(StepKind::kSignal)) {
+      b_.sync();  // every thread's accesses of the previous steps are done
+      if (b_.tid() == 0) {
+        PeerBufs& st = b_.peerBufs();
+        DevPeerSlot* me = &pt.areas[pt.rank]->slot[index];
+        if (!st.announced) {
+          Block::stPlain(&me->send, uint64_t(addr(w.send)));
+          Block::stPlain(&me->recv, uint64_t(addr(w.recv)));
+          st.announced = 1;
+        }
+        const uint64_t count = st.base + ++st.posted;
+        if (pt.sysScope) Block::stRelease(&me->signals, count);
+        else Block::stReleaseGpu64(&me->signals, count);
+      }
+      return true;
+    }
+    if (k == uint8_t(StepKind::kWait)) {
+      bool ok = true;
+      if (b_.tid() == 0) {
+        PeerBufs& t = b_.peerBufs();
+        const bool every = s.recvConn == kDevAllPeers;
+        ok = waitPeers(pt, index, every ? all : 1u << s.recvConn, t.base + t.posted);
+        if (ok && every && !t.known) {
+          for (uint32_t r = 0; r < pt.nranks; ++r) {
+            const DevPeerSlot* slot = &pt.areas[r]->slot[index];
+            t.send[r] = r == pt.rank ? uint64_t(addr(w.send)) : Block::ldVolatile(&slot->send);
+            t.recv[r] = r == pt.rank ? uint64_t(addr(w.recv)) : Block::ldVolatile(&slot->recv);
+          }
+          t.scratch = uint64_t(addr(w.scratch));
+          t.known = 1;
+        }
+      }
+      return !shareFlag(!ok);
+    }
+    // A data step: its sources and destinations, then every thread's share.
+    const PeerBufs& t = b_.peerBufs();
+    PeerMove m;
+    m.srcBuf = s.srcBuf;
+    m.dstBuf = s.dstBuf;
+    m.srcOff = s.srcOff;
+    m.dstOff = s.dstOff;
+    m.bytes = s.bytes;
+    const uint32_t me = 1u << pt.rank;
+    const uint32_t others = s.sendConn == kDevAllPeers ? all : s.sendConn < 32 ? 1u << s.sendConn : 0u;
+    if (k == uint8_t(StepKind::kPeerReduce)) {
+      m.srcMask = all;
+      m.dstMask = me | others;
+      const devred::DevOp<Tr, R> red(false, scalar, false, int(w.nranks), 0);
+      const devred::DevOp<Tr, R> post(false, scalar, w.avg != 0, int(w.nranks),
+                                      uint8_t(s.flags & kPostOp));
+      peerReduce(b_, t, m, red, post);
+    } else {
+      m.srcMask = k == uint8_t(StepKind::kPeerCopy) ? 1u << s.recvConn : me;
+      m.dstMask = k == uint8_t(StepKind::kPeerCopy) ? me : others;
+      // A put's own destination that is its source (in place) is left as it is.
+      if (k == uint8_t(StepKind::kPeerPut) && (m.dstMask & me) &&
+          t.at(int(pt.rank), m.dstBuf, m.dstOff) == t.at(int(pt.rank), m.srcBuf, m.srcOff))
+        m.dstMask &= ~me;
+      if (m.dstMask) peerPut(b_, t, m);
+    }
+    b_.sync();  // the next step may read what this one wrote, in other threads
+    if (b_.tid() == 0) Block::bump(&ctl_->progress);
     return true;
   }
 

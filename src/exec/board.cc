@@ -207,4 +207,12 @@ int Board::read(int r, void* dst, uint64_t remote, uint64_t n) const {
   return readProcessMemory(pids_[size_t(r)], remote, dst, n);
 }
 
+int Board::write(int r, uint64_t remote, const void* src, uint64_t n) const {
+  if (pids_.empty() || pids_[size_t(r)] == 0) {
+    std::memcpy(reinterpret_cast<void*>(uintptr_t(remote)), src, size_t(n));
+    return 0;
+  }
+  return writeProcessMemory(pids_[size_t(r)], remote, src, n);
+}
+
 }  // namespace braid

@@ -144,6 +144,8 @@ class Board {
   bool local(int r) const { return pids_[size_t(r)] == 0; }
   /// Copies n bytes at rank r's address `remote` into dst. Returns 0 or an errno.
   int read(int r, void* dst, uint64_t remote, uint64_t n) const;
+  /// Copies n bytes from src to rank r's address `remote`. Returns 0 or an errno.
+  int write(int r, uint64_t remote, const void* src, uint64_t n) const;
 
  private:
   Board() = default;

@@ -37,7 +37,8 @@ void BoardPeers::start(Board* board, const CallTag& tag) {
 int BoardPeers::nranks() const { return b_->nranks(); }
 int BoardPeers::rank() const { return b_->rank(); }
 
-void BoardPeers::signal(const PlanBuffers& bufs) {
+void BoardPeers::signal(size_t prog, const PlanBuffers& bufs) {
+  if (prog != 0) return;  // reached() fails the run
   if (b_->phase() == base_) {  // the first: announce the buffers with it
     Board::Slot& my = b_->slot(b_->rank());
     my.sendAddr = uint64_t(reinterpret_cast<uintptr_t>(bufs.send));
@@ -46,8 +47,14 @@ void BoardPeers::signal(const PlanBuffers& bufs) {
   b_->publish(tag_);
 }
 
-bool BoardPeers::reached(int peer, uint64_t k, int* lagging, std::string* why,
+bool BoardPeers::reached(size_t prog, int peer, uint64_t k, int* lagging, std::string* why,
                          ncclResult_t* code) {
+  if (prog != 0) {
+    *why = "internal error: a direct-access plan with signals in program " +
+           std::to_string(prog) + " on the flag board (one sequence of phases)";
+    *code = ncclInternalError;
+    return false;
+  }
   const uint64_t phase = base_ + k;
   int lag = peer, failed = -1;
   const bool ok = peer == kAllPeers ? b_->allReached(phase, &lag, &failed)
@@ -84,15 +91,21 @@ uint64_t BoardPeers::address(int p, Buf buf, uint64_t off) const {
   return base ? base + off : 0;
 }
 
-const char* BoardPeers::view(int p, Buf buf, uint64_t off) {
+char* BoardPeers::view(int p, Buf buf, uint64_t off) {
   if (!b_->local(p)) return nullptr;
-  return reinterpret_cast<const char*>(uintptr_t(address(p, buf, off)));
+  return reinterpret_cast<char*>(uintptr_t(address(p, buf, off)));
 }
 
 int BoardPeers::read(int p, Buf buf, uint64_t off, void* dst, uint64_t n) {
   const uint64_t at = address(p, buf, off);
   if (at == 0) return EFAULT;
   return b_->read(p, dst, at, n);
+}
+
+int BoardPeers::write(int p, Buf buf, uint64_t off, const void* src, uint64_t n) {
+  const uint64_t at = buf == Buf::kRecv ? address(p, buf, off) : 0;
+  if (at == 0) return EFAULT;
+  return b_->write(p, at, src, n);
 }
 
 }  // namespace braid

@@ -1,11 +1,13 @@
 // BoardPeers: the flag board (src/exec/board.h) as the direct access a plan's
-// kSignal .. kPeerReduce steps need (algorithms/plan.h), so that the board's collectives
+// kSignal .. kPeerPut steps need (algorithms/plan.h), so that the board's collectives
 // larger than its inline areas run as plans (algorithms/*/peer_read.cc, two_shot.cc) on
 // the host engine. A signal is a board phase: the first of a run also writes this
 // rank's buffer addresses into its slot, and every phase carries the call's tag. The
 // first phase every rank reached is where the tags are compared, before anything is
 // read: a mismatch fails the run alike on every rank with nothing moved. Peers' bytes
-// are read in place within one process and with process_vm_readv between processes.
+// are read (and written) in place within one process and with process_vm_readv
+// (process_vm_writev) between processes. A board is one sequence of phases: it serves
+// plans whose direct-access steps are all in program 0.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -36,10 +38,12 @@ class BoardPeers : public ConnTable, public PeerAccess {
   // PeerAccess
   int nranks() const override;
   int rank() const override;
-  void signal(const PlanBuffers& bufs) override;
-  bool reached(int peer, uint64_t k, int* lagging, std::string* why, ncclResult_t* code) override;
-  const char* view(int p, Buf buf, uint64_t off) override;
+  void signal(size_t prog, const PlanBuffers& bufs) override;
+  bool reached(size_t prog, int peer, uint64_t k, int* lagging, std::string* why,
+               ncclResult_t* code) override;
+  char* view(int p, Buf buf, uint64_t off) override;
   int read(int p, Buf buf, uint64_t off, void* dst, uint64_t n) override;
+  int write(int p, Buf buf, uint64_t off, const void* src, uint64_t n) override;
 
   /// The run failed on a mismatch this rank found comparing the tags (not a peer's).
   bool mismatchFound() const { return mismatch_; }

@@ -113,7 +113,6 @@ void PlanRun::start(const Plan* plan, PlanBuffers bufs, const Reducer& red, Conn
   streamOut_ = plan->outputElems * red.typeSize() >= conns->streamOutputMinBytes();
   programs_.assign(plan->programs.size(), ProgramState{});
   directUsed_.clear();
-  signals_ = 0;
   waitPeer_ = -1;
   tag_ = tag;
   error_.clear();
@@ -174,10 +173,11 @@ bool PlanRun::progress() {
 
 bool PlanRun::progressProgram(const Program& prog, ProgramState& ps) {
   bool moved = false;
+  const size_t index = size_t(&ps - programs_.data());
   while (ps.step < prog.steps.size()) {
     const Step& s = prog.steps[ps.step];
     if (isDirectAccess(s.kind)) {
-      if (!directStep(s)) return moved;  // waiting, or failed
+      if (!directStep(s, index, ps)) return moved;  // waiting, or failed
       ++ps.step;
       moved = true;
       continue;
@@ -339,6 +339,7 @@ bool PlanRun::progressStep(const Step& s, ProgramState& ps) {
     case StepKind::kWait:
     case StepKind::kPeerCopy:
     case StepKind::kPeerReduce:
+    case StepKind::kPeerPut:
       break;  // directStep runs these (progressProgram)
   }
 
@@ -422,7 +423,23 @@ bool PlanRun::pullBounce(FifoReceiver* in, int peer, const char** p, uint64_t* n
   return true;
 }
 
-bool PlanRun::directStep(const Step& s) {
+bool PlanRun::putAt(int p, const Region& dst, uint64_t off, const char* src, uint64_t n) {
+  PeerAccess* peers = conns_->peerAccess();
+  const uint64_t at = dst.offset * red_.typeSize() + off;
+  char* d = p == peers->rank() ? regionPtr(dst) + off : peers->view(p, dst.buf, at);
+  if (d) {
+    if (d != src) std::memcpy(d, src, n);
+    return true;
+  }
+  if (const int e = peers->write(p, dst.buf, at, src, n)) {
+    fail("writing " + std::to_string(n) + " bytes into " + peerName(p) + "'s buffer failed: " +
+         std::strerror(e));
+    return false;
+  }
+  return true;
+}
+
+bool PlanRun::directStep(const Step& s, size_t prog, ProgramState& ps) {
   PeerAccess* peers = conns_->peerAccess();
   if (!peers) {
     fail("internal error: plan step " + std::string(stepKindName(s.kind)) +
@@ -430,15 +447,16 @@ bool PlanRun::directStep(const Step& s) {
     return false;
   }
   const uint64_t ts = red_.typeSize(), bytes = s.count() * ts;
+  const int n = peers->nranks(), me = peers->rank();
   switch (s.kind) {
     case StepKind::kSignal:
-      peers->signal(bufs_);
-      ++signals_;
+      peers->signal(prog, bufs_);
+      ++ps.signals;
       return true;
     case StepKind::kWait: {
       std::string why;
       ncclResult_t code = ncclRemoteError;
-      if (peers->reached(s.recvPeer, signals_, &waitPeer_, &why, &code)) {
+      if (peers->reached(prog, s.recvPeer, ps.signals, &waitPeer_, &why, &code)) {
         waitPeer_ = -1;
         return true;
       }
@@ -458,6 +476,15 @@ bool PlanRun::directStep(const Step& s) {
       }
       return true;
     }
+    case StepKind::kPeerPut: {
+      const char* src = regionPtr(s.src);
+      for (int i = 0; i < n; ++i) {
+        const int p = (me + i) % n;  // own first, then the others in ring order
+        if (directWritesAt(s.kind, s.sendPeer, me, p) && !putAt(p, s.dst, 0, src, bytes))
+          return false;
+      }
+      return true;
+    }
     case StepKind::kPeerReduce: {
       if (red_.hasPre()) {  // each rank's own scalar: only the owner of an input has it
         fail("internal error: a direct-access reduction cannot apply PreMulSum's per-rank "
@@ -465,8 +492,8 @@ bool PlanRun::directStep(const Step& s) {
         return false;
       }
       // Every rank's src, reduced in rank order (every rank computing an element gets
-      // the same bits), block by block.
-      const int n = peers->nranks();
+      // the same bits), block by block; with sendPeer kAllPeers each block then goes
+      // to every other rank's dst too.
       PeerBounce& pb = peerBounce();
       char* out = regionPtr(s.dst);
       const uint64_t blk = kPeerBlockBytes / ts;
@@ -477,20 +504,20 @@ bool PlanRun::directStep(const Step& s) {
         if (!s0 || (n > 1 && !s1)) return false;
         if (n == 1) {
           red_.copy(out + off, s0, k, s.flags & kPostOp);
-          continue;
-        }
-        if (n == 2) {
+        } else if (n == 2) {
           red_.reduce(out + off, s1, s0, k, s.flags & kPostOp);
-          continue;
+        } else {
+          red_.reduce(pb.acc.data(), s1, s0, k, 0);
+          for (int p = 2; p < n; ++p) {
+            const char* sp = peerBytes(p, s.src, off, k * ts, pb.b.data());
+            if (!sp) return false;
+            const bool last = p == n - 1;
+            red_.reduce(last ? out + off : pb.acc.data(), sp, pb.acc.data(), k,
+                        last ? (s.flags & kPostOp) : 0);
+          }
         }
-        red_.reduce(pb.acc.data(), s1, s0, k, 0);
-        for (int p = 2; p < n; ++p) {
-          const char* sp = peerBytes(p, s.src, off, k * ts, pb.b.data());
-          if (!sp) return false;
-          const bool last = p == n - 1;
-          red_.reduce(last ? out + off : pb.acc.data(), sp, pb.acc.data(), k,
-                      last ? (s.flags & kPostOp) : 0);
-        }
+        for (int p = 0; s.sendPeer == kAllPeers && p < n; ++p)
+          if (p != me && !putAt(p, s.dst, off, out + off, k * ts)) return false;
       }
       return true;
     }
@@ -552,7 +579,7 @@ std::string PlanRun::describeWait() const {
     if (needsSend(s.kind))
       return "waiting for " + peerName(s.sendPeer) + " to drain its FIFO" + where;
     if (s.kind == StepKind::kWait && waitPeer_ >= 0)
-      return "waiting for " + peerName(waitPeer_) + " to signal " + std::to_string(signals_) +
+      return "waiting for " + peerName(waitPeer_) + " to signal " + std::to_string(ps.signals) +
              where;
     return "running" + where;
   }

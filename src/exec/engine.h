@@ -25,28 +25,32 @@ struct PlanBuffers {
   void* scratch = nullptr;  ///< Plan::scratchElems elements, owned by the caller
 };
 
-/// What runs a plan's direct-access steps (algorithms/plan.h, kSignal .. kPeerReduce):
-/// the other ranks' buffers of the same call and one signal count per rank. The flag
-/// board implements it on one host (src/exec/board_peers.h), the simulator in memory.
+/// What runs a plan's direct-access steps (algorithms/plan.h, kSignal .. kPeerPut):
+/// the other ranks' buffers of the same call and one signal count per rank and program.
+/// The flag board implements it on one host (src/exec/board_peers.h: one program), the
+/// simulator in memory.
 class PeerAccess {
  public:
   virtual ~PeerAccess() = default;
   virtual int nranks() const = 0;
   virtual int rank() const = 0;
-  /// Posts this rank's next signal of the run (the first announces `bufs`, this rank's
-  /// buffers of the call, before it is posted).
-  virtual void signal(const PlanBuffers& bufs) = 0;
-  /// Whether `peer` (kAllPeers: every rank) has posted `k` signals of this run. If not:
-  /// *lagging is a rank that has not; a failure to report (the rank failed, or the
-  /// first signals' calls differ) is set in *why and *code, and ends the run.
-  virtual bool reached(int peer, uint64_t k, int* lagging, std::string* why,
+  /// Posts program `prog`'s next signal of the run (its first announces `bufs`, this
+  /// rank's buffers of the call, before it is posted).
+  virtual void signal(size_t prog, const PlanBuffers& bufs) = 0;
+  /// Whether `peer` (kAllPeers: every rank) has posted `k` signals of program `prog` in
+  /// this run. If not: *lagging is a rank that has not; a failure to report (the rank
+  /// failed, the first signals' calls differ, a program this executor cannot run) is
+  /// set in *why and *code, and ends the run.
+  virtual bool reached(size_t prog, int peer, uint64_t k, int* lagging, std::string* why,
                        ncclResult_t* code) = 0;
   /// Where this rank can address rank p's bytes at byte `off` of its buffer `buf`, or
-  /// null where it cannot (another process: read() them). Valid after a wait saw p's
-  /// first signal.
-  virtual const char* view(int p, Buf buf, uint64_t off) = 0;
+  /// null where it cannot (another process: read() and write() them). Valid after a
+  /// wait saw p's first signal; writable where `buf` is p's recv buffer.
+  virtual char* view(int p, Buf buf, uint64_t off) = 0;
   /// Copies n such bytes into dst. Returns 0 or an errno.
   virtual int read(int p, Buf buf, uint64_t off, void* dst, uint64_t n) = 0;
+  /// Copies n bytes from src to such bytes of p's (its recv buffer). 0 or an errno.
+  virtual int write(int p, Buf buf, uint64_t off, const void* src, uint64_t n) = 0;
 };
 
 /// Where a plan's connections are: one FIFO end per (peer, channel, direction).
@@ -132,11 +136,14 @@ class PlanRun {
     size_t step = 0;       ///< index of the current step
     uint64_t done = 0;     ///< bytes of the current step already moved
     bool announced = false;  ///< a switch message: announced to the connection
+    uint64_t signals = 0;  ///< direct-access signals this program posted
   };
   bool progressProgram(const Program& prog, ProgramState& ps);
   bool progressStep(const Step& s, ProgramState& ps);
-  /// Runs a direct-access step; false while it waits (or failed).
-  bool directStep(const Step& s);
+  /// Runs a direct-access step of program `prog`; false while it waits (or failed).
+  bool directStep(const Step& s, size_t prog, ProgramState& ps);
+  /// Stores n bytes from src into dst at rank p (this rank's own: a plain copy).
+  bool putAt(int p, const Region& dst, uint64_t off, const char* src, uint64_t n);
   /// Rank p's src bytes [off, off + n) of step s: in place, or read into `into`.
   const char* peerBytes(int p, const Region& src, uint64_t off, uint64_t n, char* into);
   void fail(const std::string& why, ncclResult_t code = ncclRemoteError);
@@ -181,7 +188,6 @@ class PlanRun {
   /// Senders with direct entries to drain, and the peer each one goes to.
   std::vector<std::pair<FifoSender*, int>> directUsed_;
   CallTag tag_;
-  uint64_t signals_ = 0;  ///< direct-access signals this run posted
   int waitPeer_ = -1;     ///< the rank a direct-access wait is on
   RunState state_ = RunState::kRunning;
   std::string error_;

@@ -1,4 +1,4 @@
-// The direct-access steps (algorithms/plan.h: kSignal .. kPeerReduce): the simulator's
+// The direct-access steps (algorithms/plan.h: kSignal .. kPeerPut): the simulator's
 // static check of their contract finds the races it names, and a correct plan runs.
 // (Every direct-access builder is also run for every rank count, count, root and
 // placement by collectives_test.cc.)
@@ -169,6 +169,97 @@ TEST(DirectAccess, PeersScratchAndOutOfBoundsReadsAreFound) {
   EXPECT_NE(e.find("outside the buffer"), std::string::npos) << e;
 }
 
+
+TEST(DirectAccess, PutsAndReductionsToEveryRankRun) {
+  Pair t;  // each rank puts its send buffer into the other's recv, then both reduce into both
+  t.each([](patterns::ProgramWriter& w, int r) {
+    w.barrier();
+    w.peerPut(1 - r, Region{Buf::kSend, uint64_t(8 * r), 8}, Region{Buf::kRecv, uint64_t(8 * r), 8});
+    w.barrier();
+  });
+  ASSERT_EQ(t.check(), "");
+  for (bool copies : {false, true}) {
+    SimGeometry g;
+    g.peerReads = copies;  // writes through PeerAccess::write (process_vm_writev's place)
+    Simulator sim(2, 1, g);
+    const SimResult res = sim.run(t.ranks());
+    ASSERT_TRUE(res.ok) << res.error;
+    EXPECT_EQ(t.recv[1][0], 1.0f);   // rank 0's first half, written by rank 0
+    EXPECT_EQ(t.recv[0][15], 2.0f);  // rank 1's second half, written by rank 1
+  }
+  t.each([](patterns::ProgramWriter& w, int r) {
+    w.barrier();
+    w.peerReduce(Region{Buf::kSend, uint64_t(8 * r), 8}, Region{Buf::kRecv, uint64_t(8 * r), 8},
+                 kPostOp, kAllPeers);
+    w.barrier();
+  });
+  ASSERT_EQ(t.check(), "");
+  Simulator sim(2, 1, SimGeometry{});
+  const SimResult res = sim.run(t.ranks());
+  ASSERT_TRUE(res.ok) << res.error;
+  for (int r = 0; r < 2; ++r)
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(t.recv[size_t(r)][size_t(i)], 3.0f) << r << " " << i;
+}
+
+TEST(DirectAccess, WritesRacingTheOwnerOrEndingEarlyAreFound) {
+  Pair t;  // rank 0 writes rank 1's recv while rank 1 copies into it: nothing between
+  t.each([](patterns::ProgramWriter& w, int r) {
+    w.barrier();
+    if (r == 0) w.peerPut(1, kAllSend, kAllRecv);
+    else w.copy(kAllSend, kAllRecv);
+    w.barrier();
+  });
+  EXPECT_NE(t.check().find("races with"), std::string::npos) << t.check();
+  t.each([](patterns::ProgramWriter& w, int r) {  // no barrier after the put
+    w.barrier();
+    if (r == 0) w.peerPut(1, kAllSend, kAllRecv);
+  });
+  EXPECT_NE(t.check().find("may end its run while this writes"), std::string::npos) << t.check();
+  t.each([](patterns::ProgramWriter& w, int r) {  // a peer's input is never written
+    w.barrier();
+    if (r == 0) w.peerPut(1, kAllSend, kAllSend);
+    w.barrier();
+  });
+  EXPECT_NE(t.check().find("send buffer (a peer's input)"), std::string::npos) << t.check();
+}
+
+TEST(DirectAccess, ProgramsAreSeparateSequencesOfSignals) {
+  // Two programs: program 1 reads what the peer's program 0 wrote. Its waits see only
+  // the peer's program 1, which never signalled after that write: a race.
+  Pair t;
+  for (int r = 0; r < 2; ++r) {
+    t.plans[size_t(r)] = Plan();
+    patterns::ProgramWriter p0(&t.plans[size_t(r)], 0), p1(&t.plans[size_t(r)], 1);
+    p0.copy(kAllSend, kAllRecv);
+    p0.barrier();
+    p0.barrier();
+    p1.barrier();
+    p1.peerCopy(1 - r, kAllRecv, Region{Buf::kRecv, 0, 16});
+    p1.barrier();
+  }
+  // (rank r's program 1 writes its own recv too: that races with its program 0.)
+  const std::string e = t.check();
+  EXPECT_NE(e.find("races with"), std::string::npos) << e;
+  // Split by shares as the builders do, every program keeps to its own bytes: fine.
+  for (int r = 0; r < 2; ++r) {
+    t.plans[size_t(r)] = Plan();
+    PlanArgs a;
+    a.typeSize = 4;
+    patterns::forEachShare(&t.plans[size_t(r)], a, PlanParams{512, 2},
+                           [&](patterns::ProgramWriter& w, auto share) {
+                             w.barrier();
+                             w.peerCopy(1 - r, share(kAllSend), share(kAllRecv));
+                             w.barrier();
+                           });
+  }
+  ASSERT_EQ(t.check(), "");
+  Simulator sim(2, 2, SimGeometry{});
+  const SimResult res = sim.run(t.ranks());
+  ASSERT_TRUE(res.ok) << res.error;
+  EXPECT_EQ(t.recv[0][15], 2.0f);
+  EXPECT_EQ(t.recv[1][0], 1.0f);
+}
+
 TEST(DirectAccess, BuildersDeclineWithoutPeerAccess) {
   for (const Algorithm& a : allAlgorithms()) {
     if (!a.needsPeerAccess) continue;
@@ -181,7 +272,11 @@ TEST(DirectAccess, BuildersDeclineWithoutPeerAccess) {
     args.peerAccess = true;
     plan = Plan();
     EXPECT_TRUE(a.build(args, PlanParams(), &plan)) << a.name;
-    EXPECT_EQ(peerAccessAlgorithm(a.coll), &a);
+    // The flag board's is the first of its collective.
+    const Algorithm* first = peerAccessAlgorithm(a.coll);
+    ASSERT_NE(first, nullptr);
+    EXPECT_TRUE(first->needsPeerAccess);
+    EXPECT_LE(first, &a);
   }
   for (int c = 0; c < int(Coll::kSendRecv); ++c)
     EXPECT_NE(peerAccessAlgorithm(Coll(c)), nullptr) << collName(Coll(c));

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "algorithms/patterns/program_writer.h"
 #include "tests/device_emu/emu_harness.h"
 
 namespace braid {
@@ -100,6 +101,47 @@ TEST(DevPlanCompile, ConnectionsOnceEach) {
   EXPECT_EQ(dp.steps[0].bytes, 80u);
 }
 
+TEST(DevPlanCompile, DirectAccessSteps) {
+  // The ranks of direct-access steps go into the connection fields, kAllPeers as
+  // kDevAllPeers; no connection is made for them.
+  Plan p;
+  patterns::ProgramWriter w(&p, 0);
+  w.barrier();
+  w.peerCopy(2, Region{Buf::kSend, 1, 3}, Region{Buf::kRecv, 4, 3});
+  w.peerReduce(Region{Buf::kSend, 0, 2}, Region{Buf::kRecv, 0, 2}, kPostOp, kAllPeers);
+  w.peerPut(1, Region{Buf::kSend, 0, 2}, Region{Buf::kRecv, 2, 2});
+  w.wait(3);
+  DevPlan dp;
+  std::string why;
+  ASSERT_TRUE(DevPlan::compile(p, 8, &dp, &why)) << why;
+  EXPECT_TRUE(dp.direct);
+  EXPECT_TRUE(dp.conns.empty());
+  ASSERT_EQ(dp.steps.size(), 6u);
+  EXPECT_EQ(dp.steps[1].recvConn, kDevAllPeers);  // the barrier's wait
+  EXPECT_EQ(dp.steps[2].recvConn, 2);
+  EXPECT_EQ(dp.steps[2].srcOff, 8u);
+  EXPECT_EQ(dp.steps[2].dstOff, 32u);
+  EXPECT_EQ(dp.steps[2].bytes, 24u);
+  EXPECT_EQ(dp.steps[3].sendConn, kDevAllPeers);
+  EXPECT_EQ(dp.steps[3].flags, uint8_t(kPostOp));
+  EXPECT_EQ(dp.steps[4].sendConn, 1);
+  EXPECT_EQ(dp.steps[5].recvConn, 3);
+  // A data step before the first wait for every rank (the kernel would not know the
+  // peers' buffers yet), and a rank beyond what a block's table holds, are refused.
+  Plan early;
+  patterns::ProgramWriter e(&early, 0);
+  e.signal();
+  e.peerCopy(1, Region{Buf::kSend, 0, 1}, Region{Buf::kRecv, 0, 1});
+  EXPECT_FALSE(DevPlan::compile(early, 4, &dp, &why));
+  EXPECT_NE(why.find("first wait for every rank"), std::string::npos) << why;
+  Plan far;
+  patterns::ProgramWriter f(&far, 0);
+  f.barrier();
+  f.peerCopy(kDevMaxDirectRanks, Region{Buf::kSend, 0, 1}, Region{Buf::kRecv, 0, 1});
+  EXPECT_FALSE(DevPlan::compile(far, 4, &dp, &why));
+  EXPECT_NE(why.find("direct access on the GPU reaches"), std::string::npos) << why;
+}
+
 TEST(DevPlanCompile, Refusals) {
   DevPlan dp;
   std::string why;
@@ -151,7 +193,7 @@ TEST(DevPlanImage, LayoutAndDevicePointers) {
   emutest::AlignedBytes host(bytes + 64);
   std::memset(host.data(), 0xCC, bytes + 64);
   char* fakeDev = reinterpret_cast<char*>(uintptr_t(0x7f0000000000ull));
-  const DevPlanImage* img = DevPlanImage::write(dp, conns.data(), host.data(), fakeDev);
+  const DevPlanImage* img = DevPlanImage::write(dp, conns.data(), DevPeerTable(), host.data(), fakeDev);
   ASSERT_EQ(static_cast<const void*>(img), static_cast<const void*>(host.data()));
   EXPECT_EQ(img->nPrograms, 2u);
   EXPECT_EQ(img->nSteps, 6u);
@@ -178,7 +220,7 @@ TEST(DevPlanImage, LayoutAndDevicePointers) {
   }
   for (size_t i = bytes; i < bytes + 64; ++i) ASSERT_EQ(uint8_t(host.data()[i]), 0xCC) << "wrote past bytesFor";
   // The emulation's case: device address == host address.
-  const DevPlanImage* same = DevPlanImage::write(dp, conns.data(), host.data(), host.data());
+  const DevPlanImage* same = DevPlanImage::write(dp, conns.data(), DevPeerTable(), host.data(), host.data());
   EXPECT_EQ(reinterpret_cast<const char*>(same->steps), host.data() + stepOff);
 }
 

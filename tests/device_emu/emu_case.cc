@@ -137,6 +137,11 @@ EmuResult runEmuCase(const EmuCase& c) {
   const size_t ts = dataTypeSize(c.type);
   const bool reducing = isReducing(coll);
 
+  if (c.algo->needsPeerAccess && reducing && c.op == Op::kPreMulSum) {
+    res.status = EmuStatus::kUnsupported;  // never on direct access (each rank's scalar)
+    res.message = c.describe() + ": PreMulSum does not run on direct-access plans";
+    return res;
+  }
   // ---- plans ----
   std::vector<Plan> plans(n);
   PlanParams params;
@@ -152,6 +157,7 @@ EmuResult runEmuCase(const EmuCase& c) {
     args.root = c.root;
     args.inPlace = c.inPlace;
     args.layout = c.layout;
+    args.peerAccess = c.algo->needsPeerAccess;
     plans[r].algorithm = c.algo->name;
     if (!c.algo->build(args, params, &plans[r])) {
       res.status = r == 0 ? EmuStatus::kUnsupported : EmuStatus::kFailed;

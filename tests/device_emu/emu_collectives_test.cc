@@ -18,9 +18,7 @@ std::vector<int> collectiveAlgos() {
   std::vector<int> out;
   const auto& all = allAlgorithms();
   for (size_t i = 0; i < all.size(); ++i)
-    // Not the direct-access algorithms: the CUDA executor has no direct-access steps
-    // yet (DevPlan::compile refuses them; issue 24).
-    if (all[i].coll != Coll::kSendRecv && !all[i].needsPeerAccess) out.push_back(int(i));
+    if (all[i].coll != Coll::kSendRecv) out.push_back(int(i));
   return out;
 }
 
@@ -138,6 +136,31 @@ TEST(EmuTypes, EveryTypeReduceScatterAndReduce) {
           check(c);
           if (HasFailure()) return;
         }
+      }
+    }
+  }
+}
+
+// ---- direct access: several programs (CUDA blocks) per rank -----------------------------
+
+TEST(EmuDirect, ManyProgramsEveryDirectAlgorithm) {
+  // 5 programs of 64-byte shares over counts that leave some programs empty, some
+  // with a partial share; odd counts reach the element-wise paths at unaligned offsets.
+  for (const Algorithm& a : allAlgorithms()) {
+    if (!a.needsPeerAccess) continue;
+    for (uint64_t count : {3u, 100u, 2053u}) {
+      for (bool inPlace : {false, true}) {
+        EmuCase c;
+        c.algo = &a;
+        c.nranks = 3;
+        c.count = count;
+        c.root = 2;
+        c.inPlace = inPlace;
+        c.nChannels = 5;
+        c.type = count == 100 ? ncclFloat16 : ncclFloat32;
+        c.op = count == 3 ? Op::kAvg : Op::kSum;
+        check(c);
+        if (HasFailure()) return;
       }
     }
   }

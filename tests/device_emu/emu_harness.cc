@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <thread>
 
@@ -52,6 +53,27 @@ bool Fabric::drained() const {
   return true;
 }
 
+DevPeerTable Fabric::peers(int rank, int nranks) {
+  if (areas_.size() != size_t(nranks)) {
+    areas_.clear();
+    areaPtrs_.clear();
+    for (int r = 0; r < nranks; ++r) {
+      AlignedBytes a(sizeof(DevPeerArea) + 128);
+      std::memset(a.data(), 0, a.size());
+      // 128-aligned, as cudaMalloc's memory is
+      auto* p = reinterpret_cast<DevPeerArea*>((uintptr_t(a.data()) + 127) & ~uintptr_t(127));
+      areaPtrs_.push_back(p);
+      areas_.push_back(std::move(a));
+    }
+  }
+  DevPeerTable t;
+  t.areas = areaPtrs_.data();
+  t.rank = uint32_t(rank);
+  t.nranks = uint32_t(nranks);
+  t.sysScope = 0;
+  return t;
+}
+
 bool EmuLaunch::build(Fabric* fabric, int rank, size_t typeSize, const std::vector<EmuWork>& works) {
   if (works.size() > size_t(DevLaunch::kMaxWorks)) {
     ADD_FAILURE() << "too many works";
@@ -76,7 +98,8 @@ bool EmuLaunch::build(Fabric* fabric, int rank, size_t typeSize, const std::vect
       conns.push_back(ref.isSend ? fabric->conn(rank, ref.peer, ref.channel)
                                  : fabric->conn(ref.peer, rank, ref.channel));
     AlignedBytes mem(DevPlanImage::bytesFor(dp));
-    const DevPlanImage* img = DevPlanImage::write(dp, conns.data(), mem.data(), mem.data());
+    const DevPeerTable peers = dp.direct ? fabric->peers(rank, ew.nranks) : DevPeerTable();
+    const DevPlanImage* img = DevPlanImage::write(dp, conns.data(), peers, mem.data(), mem.data());
     images_.push_back(std::move(mem));
     DevWork& dw = launch_.works[w];
     dw.plan = img;

@@ -52,6 +52,11 @@ class Fabric {
   }
   /// Whether every FIFO is empty (all bytes sent were consumed).
   bool drained() const;
+  /// The ranks' direct-access areas (DevPeerArea, zeroed when first asked for), as a
+  /// DevPeerTable of `rank` among `nranks`: every rank of a run shares them, as thread
+  /// ranks of one GPU do.
+  DevPeerTable peers(int rank, int nranks);
+  const DevPeerArea& area(int rank) const { return *areaPtrs_[size_t(rank)]; }
   uint32_t nslots() const { return nslots_; }
   uint64_t slotBytes() const { return slotBytes_; }
 
@@ -59,6 +64,8 @@ class Fabric {
   uint32_t nslots_;
   uint64_t slotBytes_;
   std::map<std::tuple<int, int, int>, AlignedBytes> regions_;
+  std::vector<AlignedBytes> areas_;
+  std::vector<DevPeerArea*> areaPtrs_;
 };
 
 /// One op of a rank's launch.

@@ -525,6 +525,111 @@ TEST(EmuP2p, GroupedOpsRunSideBySideAsTheExecutorPlacesThem) {
   }
 }
 
+
+// ---- direct access: signals carried over works and launches -------------------------------
+
+Plan buildDirect(Coll coll, const char* algo, int n, int r, uint64_t count, bool inPlace,
+                 int programs) {
+  PlanArgs a;
+  a.coll = coll;
+  a.nranks = n;
+  a.rank = r;
+  a.count = count;
+  a.typeSize = 4;
+  a.inPlace = inPlace;
+  a.peerAccess = true;
+  Plan p;
+  const Algorithm* al = findAlgorithm(coll, algo);
+  EXPECT_NE(al, nullptr) << algo;
+  if (al) {
+    EXPECT_TRUE(al->build(a, PlanParams{512, programs}, &p)) << algo;
+  }
+  return p;
+}
+
+TEST(EmuDirect, SignalCountsCarryOverWorksAndReplays) {
+  // One launch of two direct-access works (reduce_put all-reduce a -> b, then peer_put
+  // all-gather of b's first block -> c), replayed: each replay starts where the slots'
+  // counts are, so nothing is reset, and every slot ends at 2 signals x 2 works x runs.
+  constexpr int n = 3, programs = 4;
+  constexpr uint64_t count = 3001;
+  std::vector<Plan> p0(n), p1(n);
+  for (int r = 0; r < n; ++r) {
+    p0[r] = buildDirect(Coll::kAllReduce, "reduce_put", n, r, count, false, programs);
+    p1[r] = buildDirect(Coll::kAllGather, "peer_put", n, r, count / n, false, programs);
+  }
+  std::vector<std::vector<float>> a(n), b(n, std::vector<float>(count)),
+      c(n, std::vector<float>(count / n * n));
+  for (int r = 0; r < n; ++r) a[r] = floats(count, r + 11);
+  std::vector<float> sum(count, 0.0f);
+  for (uint64_t i = 0; i < count; ++i) {
+    float acc = a[1][i] + a[0][i];  // rank order, as every executor reduces
+    for (int r = 2; r < n; ++r) acc = a[r][i] + acc;
+    sum[i] = acc;
+  }
+  Fabric fabric(4, 256);
+  std::vector<EmuLaunch> ls(n);
+  std::vector<EmuLaunch*> ptrs;
+  for (int r = 0; r < n; ++r) {
+    std::vector<EmuWork> works(2);
+    works[0].plan = &p0[r];
+    works[0].send = a[r].data();
+    works[0].recv = b[r].data();
+    works[1].plan = &p1[r];
+    works[1].send = b[r].data();
+    works[1].recv = c[r].data();
+    for (EmuWork& w : works) w.nranks = n;
+    ASSERT_TRUE(ls[r].build(&fabric, r, 4, works));
+    ptrs.push_back(&ls[r]);
+  }
+  for (int run = 1; run <= 3; ++run) {
+    for (int r = 0; r < n; ++r) std::fill(c[r].begin(), c[r].end(), -1.0f);
+    const auto ok = runAll(ptrs, ncclFloat32, DevRed::kSum);
+    for (int r = 0; r < n; ++r) {
+      ASSERT_TRUE(ok[r]) << "run " << run << " rank " << r;
+      ASSERT_EQ(0, std::memcmp(b[r].data(), sum.data(), count * 4)) << "run " << run << " rank " << r;
+      for (int q = 0; q < n; ++q)
+        ASSERT_EQ(0, std::memcmp(c[r].data() + q * (count / n), sum.data(), (count / n) * 4))
+            << "run " << run << " rank " << r << " block " << q;
+      for (int prog = 0; prog < programs; ++prog)
+        EXPECT_EQ(fabric.area(r).slot[prog].signals, uint64_t(4 * run))
+            << "run " << run << " rank " << r << " program " << prog;
+    }
+  }
+}
+
+TEST(EmuDirect, AWaitForAMissingRankGivesUpOnAbort) {
+  // Rank 2 never launches: ranks 0 and 1 wait at the first barrier until aborted.
+  constexpr int n = 3;
+  std::vector<Plan> plans(n);
+  for (int r = 0; r < n; ++r) plans[r] = buildDirect(Coll::kAllReduce, "reduce_put", n, r, 999, false, 2);
+  std::vector<std::vector<float>> a(n, std::vector<float>(999, 1.0f)), b(n, std::vector<float>(999));
+  Fabric fabric(4, 256);
+  std::vector<EmuLaunch> ls(2);
+  std::vector<EmuLaunch*> ptrs;
+  for (int r = 0; r < 2; ++r) {
+    EmuWork w;
+    w.plan = &plans[r];
+    w.send = a[r].data();
+    w.recv = b[r].data();
+    w.nranks = n;
+    ASSERT_TRUE(ls[r].build(&fabric, r, 4, {w}));
+    ptrs.push_back(&ls[r]);
+  }
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    for (EmuLaunch* l : ptrs) __atomic_store_n(&l->control().abort, 1u, __ATOMIC_RELEASE);
+  });
+  const auto t0 = Clock::now();
+  const auto ok = runAll(ptrs, ncclFloat32, DevRed::kSum);
+  aborter.join();
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_FALSE(ok[r]) << r;
+    EXPECT_EQ(ls[r].control().error, 1u) << r;
+  }
+}
+
 }  // namespace
 }  // namespace emutest
 }  // namespace braid

@@ -34,14 +34,14 @@ std::string checkRegion(const Region& r, const SimRank& rk) {
   return "";
 }
 
+/// Whether a step reads at peers (its src, at every rank it names but its own).
+bool readsPeers(StepKind k) { return k == StepKind::kPeerCopy || k == StepKind::kPeerReduce; }
+
 /// The static form of one direct-access step (algorithms/plan.h's contract). Regions
-/// read at peers are checked against those peers' buffers.
-std::string checkDirectStep(const Step& s, const std::vector<SimRank>& ranks, int r,
-                            size_t programs) {
+/// read or written at peers are checked against those peers' buffers.
+std::string checkDirectStep(const Step& s, const std::vector<SimRank>& ranks, int r) {
   const int n = static_cast<int>(ranks.size());
-  if (programs != 1) return "direct-access steps in a plan of more than one program";
-  const bool moves = s.kind == StepKind::kPeerCopy || s.kind == StepKind::kPeerReduce;
-  if (!moves) {
+  if (s.kind == StepKind::kSignal || s.kind == StepKind::kWait) {
     if (s.src.buf != Buf::kNone || s.dst.buf != Buf::kNone) return "a signal or wait with regions";
     if (s.kind == StepKind::kWait && s.recvPeer != kAllPeers &&
         (s.recvPeer < 0 || s.recvPeer >= n || s.recvPeer == r))
@@ -51,45 +51,59 @@ std::string checkDirectStep(const Step& s, const std::vector<SimRank>& ranks, in
   if (s.count() == 0) return "moves zero elements";
   if (s.src.buf == Buf::kNone || s.dst.buf == Buf::kNone || s.src.count != s.dst.count)
     return "src and dst regions must both be there, of one size";
-  if (s.kind == StepKind::kPeerCopy && (s.recvPeer < 0 || s.recvPeer >= n || s.recvPeer == r))
-    return "bad peer to read from";
-  if (s.src.buf == Buf::kScratch) return "reads a peer's scratch (private to its owner)";
+  auto peerOk = [&](int p) { return p >= 0 && p < n && p != r; };
+  if (s.kind == StepKind::kPeerCopy && !peerOk(s.recvPeer)) return "bad peer to read from";
+  if (s.kind == StepKind::kPeerReduce && s.sendPeer != -1 && s.sendPeer != kAllPeers)
+    return "a reduction writes its own dst or every rank's (sendPeer -1 or kAllPeers)";
+  if (s.kind == StepKind::kPeerPut && s.sendPeer != kAllPeers && !peerOk(s.sendPeer))
+    return "bad peer to write to";
+  if (readsPeers(s.kind) && s.src.buf == Buf::kScratch)
+    return "reads a peer's scratch (private to its owner)";
   if (s.flags & kPreOp) return "kPreOp on a direct-access step (PreMulSum needs the owner's scalar)";
-  std::string e = checkRegion(s.dst, ranks[size_t(r)]);
-  if (!e.empty()) return e;
   for (int p = 0; p < n; ++p) {
-    if (s.kind == StepKind::kPeerCopy && p != s.recvPeer) continue;
-    e = checkRegion(s.src, ranks[size_t(p)]);
-    if (!e.empty()) return "at rank " + std::to_string(p) + ": " + e;
+    const bool reads = p == r ? s.kind != StepKind::kPeerCopy
+                              : (s.kind == StepKind::kPeerReduce ||
+                                 (s.kind == StepKind::kPeerCopy && p == s.recvPeer));
+    const bool writes = directWritesAt(s.kind, s.sendPeer, r, p);
+    if (writes && p != r && s.dst.buf != Buf::kRecv)
+      return "writes rank " + std::to_string(p) + "'s " +
+             (s.dst.buf == Buf::kSend ? "send buffer (a peer's input)" : "scratch (private)");
+    std::string e = reads ? checkRegion(s.src, ranks[size_t(p)]) : "";
+    if (e.empty() && writes) e = checkRegion(s.dst, ranks[size_t(p)]);
+    if (!e.empty()) return p == r ? e : "at rank " + std::to_string(p) + ": " + e;
   }
   return "";
 }
 
 /// The orders algorithms/plan.h's direct-access contract asks for, checked on every
-/// rank's steps without running them: every read of a peer's bytes against every write
-/// of those bytes by their owner (one must be known to come first), the buffers
-/// announced before any read, no rank ending while its bytes may still be read, and
-/// every rank posting the same number of signals. Addresses are the ranks' real
-/// buffers, so in-place aliasing between send and recv counts.
+/// rank's steps without running them. Each program is an actor with its own signals;
+/// every access of a rank's bytes (its own steps' src and dst, its peers' reads and
+/// writes) is checked against every other access of the same bytes that conflicts with
+/// it (one of the two a write): one must be known to come first. Also: the buffers
+/// announced before any peer access, no rank ending while its bytes may still be
+/// accessed, and every rank posting the same number of signals in each program.
+/// Addresses are the ranks' real buffers, so in-place aliasing between send and recv
+/// counts.
 std::string checkDirectAccess(const std::vector<SimRank>& ranks, size_t ts) {
   const int n = static_cast<int>(ranks.size());
   struct Access {
     int rank;        ///< who reads or writes
+    size_t prog;     ///< with which of its programs
     int owner;       ///< whose memory
     uint64_t lo, hi; ///< byte addresses in the owner's memory
-    uint64_t epoch;  ///< signals the actor had posted before
-    std::vector<uint64_t> known;  ///< per rank: signals of it the actor had waited for
+    bool write;
+    uint64_t epoch;  ///< signals the program had posted before
+    std::vector<uint64_t> known;  ///< per rank: signals of its program the actor had waited for
     std::string at;
   };
-  std::vector<Access> reads, writes;
-  std::vector<uint64_t> signals(static_cast<size_t>(n), 0);
-  std::vector<std::vector<uint64_t>> finalKnown(static_cast<size_t>(n));
+  std::vector<std::vector<Access>> byOwner(static_cast<size_t>(n));
+  // [program][rank]: signals posted, and what each rank's program knew at its end.
+  std::vector<std::vector<uint64_t>> signals;
+  std::vector<std::vector<std::vector<uint64_t>>> finalKnown;
+  std::vector<size_t> directPrograms(static_cast<size_t>(n), 0);
   bool any = false;
   for (int r = 0; r < n; ++r) {
     const Plan* plan = ranks[size_t(r)].plan;
-    std::vector<uint64_t> known(size_t(n), 0);
-    bool waitedForAll = false;
-    uint64_t lastAllWait = 0;  ///< signals posted when this rank last waited for all
     auto addr = [&](int owner, const Region& reg) {
       const PlanBuffers& b = ranks[size_t(owner)].bufs;
       const uint64_t base =
@@ -100,13 +114,20 @@ std::string checkDirectAccess(const std::vector<SimRank>& ranks, size_t ts) {
     };
     for (size_t pi = 0; pi < plan->programs.size(); ++pi) {
       const auto& steps = plan->programs[pi].steps;
+      if (signals.size() <= pi) {
+        signals.resize(pi + 1, std::vector<uint64_t>(size_t(n), 0));
+        finalKnown.resize(pi + 1, std::vector<std::vector<uint64_t>>(size_t(n)));
+      }
+      std::vector<uint64_t> known(size_t(n), 0);
+      bool waitedForAll = false, direct = false;
+      uint64_t lastAllWait = 0;  ///< signals posted when this program last waited for all
+      uint64_t& sig = signals[pi][size_t(r)];
       for (size_t si = 0; si < steps.size(); ++si) {
         const Step& s = steps[si];
         const std::string at = where(r, pi, si, s);
-        uint64_t& sig = signals[size_t(r)];
+        if (isDirectAccess(s.kind)) direct = any = true;
         if (s.kind == StepKind::kSignal) {
           ++sig;
-          any = true;
           if (sig - lastAllWait > uint64_t(kMaxSignalsAhead))
             return at + ": more than " + std::to_string(kMaxSignalsAhead) +
                    " signals since its last wait for every rank";
@@ -124,40 +145,72 @@ std::string checkDirectAccess(const std::vector<SimRank>& ranks, size_t ts) {
               known[size_t(p)] = std::max(known[size_t(p)], sig);
           continue;
         }
-        if (s.kind == StepKind::kPeerCopy || s.kind == StepKind::kPeerReduce) {
-          any = true;
-          for (int p = 0; p < n; ++p) {
-            if (p == r || (s.kind == StepKind::kPeerCopy && p != s.recvPeer)) continue;
-            const auto iv = addr(p, s.src);
-            reads.push_back(Access{r, p, iv.first, iv.second, sig, known, at});
-          }
+        auto add = [&](int owner, const Region& reg, bool write) {
+          const auto iv = addr(owner, reg);
+          byOwner[size_t(owner)].push_back(
+              Access{r, pi, owner, iv.first, iv.second, write, sig, known, at});
+        };
+        if (!isDirectAccess(s.kind)) {  // a local step (or a FIFO one): its own buffers
+          if (s.src.buf != Buf::kNone) add(r, s.src, false);
+          if (s.dst.buf != Buf::kNone) add(r, s.dst, true);
+          continue;
         }
-        if (s.dst.buf != Buf::kNone) {
-          const auto iv = addr(r, s.dst);
-          writes.push_back(Access{r, r, iv.first, iv.second, sig, known, at});
+        for (int p = 0; p < n; ++p) {
+          const bool reads = p == r ? s.kind != StepKind::kPeerCopy
+                                    : (s.kind == StepKind::kPeerReduce ||
+                                       (s.kind == StepKind::kPeerCopy && p == s.recvPeer));
+          if (reads) add(p, s.src, false);
+          if (directWritesAt(s.kind, s.sendPeer, r, p)) add(p, s.dst, true);
         }
       }
+      if (direct) directPrograms[size_t(r)] = pi + 1;
+      finalKnown[pi][size_t(r)] = known;
     }
-    finalKnown[size_t(r)] = known;
   }
   if (!any) return "";
   for (int r = 1; r < n; ++r)
-    if (signals[size_t(r)] != signals[0])
-      return "rank " + std::to_string(r) + " posts " + std::to_string(signals[size_t(r)]) +
-             " signals, rank 0 " + std::to_string(signals[0]) + ": every rank must post as many";
-  for (const Access& rd : reads) {
-    const int q = rd.rank, p = rd.owner;
-    if (rd.known[size_t(p)] < 1)
-      return rd.at + ": reads rank " + std::to_string(p) + "'s buffer before seeing its first signal";
-    if (finalKnown[size_t(p)][size_t(q)] < rd.epoch + 1)
-      return rd.at + ": rank " + std::to_string(p) + " may end its run while this reads its buffer";
-    for (const Access& wr : writes) {
-      if (wr.owner != p || wr.hi <= rd.lo || rd.hi <= wr.lo) continue;
-      const bool writeFirst = rd.known[size_t(p)] >= wr.epoch + 1;
-      const bool readFirst = wr.known[size_t(q)] >= rd.epoch + 1;
-      if (!writeFirst && !readFirst)
-        return rd.at + ": races with " + wr.at + " (neither is known to come first)";
+    if (directPrograms[size_t(r)] != directPrograms[0])
+      return "rank " + std::to_string(r) + " has " + std::to_string(directPrograms[size_t(r)]) +
+             " programs with direct-access steps, rank 0 " + std::to_string(directPrograms[0]) +
+             ": every rank must have as many";
+  for (size_t pi = 0; pi < signals.size(); ++pi)
+    for (int r = 1; r < n; ++r)
+      if (signals[pi][size_t(r)] != signals[pi][0])
+        return "rank " + std::to_string(r) + " posts " + std::to_string(signals[pi][size_t(r)]) +
+               " signals in program " + std::to_string(pi) + ", rank 0 " +
+               std::to_string(signals[pi][0]) + ": every rank must post as many";
+  for (int p = 0; p < n; ++p) {
+    std::vector<Access>& acc = byOwner[size_t(p)];
+    for (const Access& a : acc) {
+      if (a.rank == p) continue;
+      const char* verb = a.write ? "writes" : "reads";
+      if (a.known[size_t(p)] < 1)
+        return a.at + ": " + verb + " rank " + std::to_string(p) +
+               "'s buffer before seeing its first signal";
+      const std::vector<uint64_t>& fin = finalKnown[a.prog][size_t(p)];
+      if (fin.empty() || fin[size_t(a.rank)] < a.epoch + 1)
+        return a.at + ": rank " + std::to_string(p) + " may end its run while this " + verb +
+               " its buffer";
     }
+    // Conflicting pairs: sorted by address, each access against those that start
+    // before it ends.
+    std::sort(acc.begin(), acc.end(), [](const Access& x, const Access& y) { return x.lo < y.lo; });
+    for (size_t i = 0; i < acc.size(); ++i)
+      for (size_t j = i + 1; j < acc.size() && acc[j].lo < acc[i].hi; ++j) {
+        const Access& x = acc[i];
+        const Access& y = acc[j];
+        if ((!x.write && !y.write) || x.hi <= y.lo || x.lo >= y.hi) continue;
+        if (x.rank == y.rank && x.prog == y.prog) continue;  // program order
+        const Access& rd = x.rank != p ? x : y;  // a peer's access first in the message
+        const Access& other = &rd == &x ? y : x;
+        if (x.rank == y.rank)
+          return rd.at + ": races with " + other.at + " (two programs of one rank; programs "
+                 "are not ordered)";
+        const bool xFirst = x.prog == y.prog && y.known[size_t(x.rank)] >= x.epoch + 1;
+        const bool yFirst = x.prog == y.prog && x.known[size_t(y.rank)] >= y.epoch + 1;
+        if (!xFirst && !yFirst)
+          return rd.at + ": races with " + other.at + " (neither is known to come first)";
+      }
   }
   return "";
 }
@@ -180,7 +233,7 @@ std::string checkPlans(const std::vector<SimRank>& ranks, int nChannels, size_t 
         const Step& s = steps[si];
         const std::string at = where(r, pi, si, s);
         if (isDirectAccess(s.kind)) {
-          std::string e = checkDirectStep(s, ranks, r, plan->programs.size());
+          std::string e = checkDirectStep(s, ranks, r);
           if (!e.empty()) return at + ": " + e;
           continue;
         }
@@ -273,22 +326,27 @@ class Simulator::Peers : public PeerAccess {
   Peers(Simulator* sim, int rank) : sim_(sim), rank_(rank) {}
   int nranks() const override { return sim_->nranks_; }
   int rank() const override { return rank_; }
-  void signal(const PlanBuffers& bufs) override {
+  void signal(size_t prog, const PlanBuffers& bufs) override {
     auto& st = sim_->peerState_[size_t(rank_)];
-    if (st.signals == 0) st.bufs = bufs;
-    ++st.signals;
+    if (!st.announced) st.bufs = bufs;
+    st.announced = true;
+    if (st.signals.size() <= prog) st.signals.resize(prog + 1, 0);
+    ++st.signals[prog];
   }
-  bool reached(int peer, uint64_t k, int* lagging, std::string* why, ncclResult_t* code) override {
+  bool reached(size_t prog, int peer, uint64_t k, int* lagging, std::string* why,
+               ncclResult_t* code) override {
     (void)why;
     (void)code;
-    for (int p = 0; p < sim_->nranks_; ++p)
-      if ((peer == kAllPeers || p == peer) && sim_->peerState_[size_t(p)].signals < k) {
+    for (int p = 0; p < sim_->nranks_; ++p) {
+      const auto& sig = sim_->peerState_[size_t(p)].signals;
+      if ((peer == kAllPeers || p == peer) && (sig.size() <= prog ? 0 : sig[prog]) < k) {
         *lagging = p;
         return false;
       }
+    }
     return true;
   }
-  const char* view(int p, Buf buf, uint64_t off) override {
+  char* view(int p, Buf buf, uint64_t off) override {
     return sim_->geo_.peerReads ? nullptr : at(p, buf, off);
   }
   int read(int p, Buf buf, uint64_t off, void* dst, uint64_t n) override {
@@ -297,14 +355,20 @@ class Simulator::Peers : public PeerAccess {
     std::memcpy(dst, src, n);
     return 0;
   }
+  int write(int p, Buf buf, uint64_t off, const void* src, uint64_t n) override {
+    char* dst = buf == Buf::kRecv ? at(p, buf, off) : nullptr;
+    if (!dst) return EFAULT;
+    std::memcpy(dst, src, n);
+    return 0;
+  }
 
  private:
-  const char* at(int p, Buf buf, uint64_t off) const {
+  char* at(int p, Buf buf, uint64_t off) const {
     const auto& st = sim_->peerState_[size_t(p)];
-    if (st.signals == 0) return nullptr;  // not announced yet (checkPlans finds that first)
+    if (!st.announced) return nullptr;  // not announced yet (checkPlans finds that first)
     const void* base = buf == Buf::kSend ? st.bufs.send : buf == Buf::kRecv ? st.bufs.recv
                                                                             : st.bufs.scratch;
-    return base ? static_cast<const char*>(base) + off : nullptr;
+    return base ? const_cast<char*>(static_cast<const char*>(base)) + off : nullptr;
   }
   Simulator* sim_;
   int rank_;

@@ -84,7 +84,8 @@ class Simulator {
   class Conns;
   class Peers;
   struct PeerState {  ///< one rank's direct-access side, for this run
-    uint64_t signals = 0;
+    std::vector<uint64_t> signals;  ///< per program
+    bool announced = false;
     PlanBuffers bufs;  ///< announced with its first signal
   };
   Fifo* fifo(int src, int dst, int channel);

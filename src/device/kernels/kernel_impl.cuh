@@ -11,6 +11,9 @@
 //    system scope covers every FIFO kind: host memory (shm, the net proxy) and peer
 //    GPU memory (p2p) alike.
 //  * The grid barrier (DevLaunch::barrier, device memory) uses gpu-scope atomics.
+//  * Direct-access signals (DevPeerSlot counts) are release-stored after a fence and
+//    acquire-loaded, at GPU scope when every rank of the plan is on this GPU, at system
+//    scope otherwise; peers' buffers are then read with ld.volatile like FIFO slots.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -21,6 +24,7 @@
 namespace braid {
 namespace devkern {
 
+using devinterp::PeerBufs;
 using devinterp::PieceShared;
 using devinterp::Vec16;
 
@@ -43,7 +47,8 @@ class GpuBlock {
   static constexpr int kUnroll = 4;
   static constexpr uint32_t kCheckEvery = 4096;
 
-  BRAID_HD_INLINE GpuBlock(PieceShared* sh, void* cache) : sh_(sh), cache_(cache) {}
+  BRAID_HD_INLINE GpuBlock(PieceShared* sh, void* cache, PeerBufs* peers)
+      : sh_(sh), cache_(cache), peers_(peers) {}
 
 #if BRAID_DEVICE_PASS
   __device__ __forceinline__ int tid() const { return int(threadIdx.x); }
@@ -51,6 +56,7 @@ class GpuBlock {
   __device__ __forceinline__ void sync() { __syncthreads(); }
   __device__ __forceinline__ PieceShared& sh() { return *sh_; }
   __device__ __forceinline__ void* cacheMem() { return cache_; }
+  __device__ __forceinline__ PeerBufs& peerBufs() { return *peers_; }
 
   template <class T>
   __device__ __forceinline__ static T ld(const T* p) {
@@ -133,6 +139,16 @@ class GpuBlock {
   __device__ __forceinline__ static void stReleaseGpu(uint32_t* p, uint32_t v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
   }
+  /// Direct-access signals between ranks of one GPU: GPU scope (no system fence).
+  __device__ __forceinline__ static uint64_t ldAcquireGpu64(const uint64_t* p) {
+    uint64_t v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+  }
+  __device__ __forceinline__ static void stReleaseGpu64(uint64_t* p, uint64_t v) {
+    __threadfence();
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  }
   __device__ __forceinline__ static uint32_t arrive(uint32_t* p, uint32_t n) {
     uint32_t old;
     asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(n) : "memory");
@@ -152,6 +168,7 @@ class GpuBlock {
   void sync();
   PieceShared& sh();
   void* cacheMem();
+  PeerBufs& peerBufs();
   template <class T>
   static T ld(const T* p);
   template <class T>
@@ -168,6 +185,8 @@ class GpuBlock {
   static void fenceGpu();
   static uint32_t ldAcquireGpu(const uint32_t* p);
   static void stReleaseGpu(uint32_t* p, uint32_t v);
+  static uint64_t ldAcquireGpu64(const uint64_t* p);
+  static void stReleaseGpu64(uint64_t* p, uint64_t v);
   static uint32_t arrive(uint32_t* p, uint32_t n);
   static void reset(uint32_t* p);
   static void pause(uint32_t polls);
@@ -176,6 +195,7 @@ class GpuBlock {
  private:
   PieceShared* sh_;
   void* cache_;
+  PeerBufs* peers_;
 };
 
 /// Block b runs program b of every work of the launch (see DevLaunch).
@@ -183,7 +203,8 @@ template <class Tr, DevRed R>
 __global__ void __launch_bounds__(kDevThreads) devKernel(DevLaunch l) {
   __shared__ PieceShared sh;
   __shared__ alignas(16) unsigned char cache[devinterp::kConnCacheBytes];
-  GpuBlock b(&sh, cache);
+  __shared__ PeerBufs peers;
+  GpuBlock b(&sh, cache, &peers);
   devinterp::runDevBlock<Tr, R>(b, l, blockIdx.x);
 }
 
