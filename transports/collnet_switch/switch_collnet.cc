@@ -23,9 +23,9 @@
 #include "src/config/log.h"
 #include "src/config/params.h"
 #include "src/config/error.h"
-#include "src/net/builtin_nets.h"
 #include "src/reduce/reducer.h"
 #include "src/switch/op_shape.h"
+#include "transports/net/builtin_nets.h"
 #include "transports/collnet_switch/switch_client.h"
 
 namespace braid {
