@@ -47,7 +47,7 @@ if(BRAID_FUZZ)
   set_source_files_properties(${PROJECT_SOURCE_DIR}/src/reduce/kernel_level.cc
     DIRECTORY ${PROJECT_SOURCE_DIR} PROPERTIES COMPILE_OPTIONS "-D__builtin_cpu_supports(x)=0")
   set_source_files_properties(${PROJECT_SOURCE_DIR}/src/os/cuda_rt.cc
-    ${PROJECT_SOURCE_DIR}/src/switch/op_shape.cc
+    ${PROJECT_SOURCE_DIR}/transports/collnet_switch/wire.cc
     ${PROJECT_SOURCE_DIR}/transports/collnet/collnet_port.cc
     DIRECTORY ${PROJECT_SOURCE_DIR} PROPERTIES COMPILE_OPTIONS "-Wno-unused-private-field")
   set_source_files_properties(${PROJECT_SOURCE_DIR}/src/reduce/reducer.cc

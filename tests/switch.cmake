@@ -1,4 +1,5 @@
-# braid-switch (src/switch/) and the BraidSwitch collnet (transports/collnet_switch/):
+# braid-switch (src/tools/switch_server/: the braid_switch_server library, linked here) and
+# the BraidSwitch collnet (transports/collnet_switch/, in the library):
 # in-process switches with members as threads (every type/op/count, windows, a
 # two-level tree), faults (wrong secret, garbage, a killed member process, another
 # job going on), and the braid-switch binary as a child process (killed, SIGTERM).
@@ -9,7 +10,7 @@ file(GLOB BRAID_SWITCH_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/switch/
 foreach(src ${BRAID_SWITCH_TESTS})
   get_filename_component(name ${src} NAME_WE)
   add_executable(braid_${name} ${src})
-  target_link_libraries(braid_${name} PRIVATE braid_static GTest::gtest_main)
+  target_link_libraries(braid_${name} PRIVATE braid_switch_server braid_static GTest::gtest_main)
   if(TARGET braid-switch)
     add_dependencies(braid_${name} braid-switch)
     target_compile_definitions(braid_${name} PRIVATE

@@ -9,10 +9,10 @@
 #include "src/config/params.h"
 #include "src/core/comm.h"
 #include "src/config/error.h"
-#include "src/net/net_registry.h"
 #include "src/topo/node_topology.h"
 #include "src/topo/search.h"
 #include "src/topo/summary.h"
+#include "transports/net/net_registry.h"
 
 namespace braid {
 

@@ -119,7 +119,7 @@ class Transport {
 /// The built-in transports (singletons).
 Transport& localTransport();
 Transport& shmTransport();
-/// Between hosts, over the network NetRegistry picks (src/net/net_registry.h).
+/// Between hosts, over the network NetRegistry picks (transports/net/net_registry.h).
 Transport& netTransport();
 /// CUDA IPC / same-process device memory (device connections only).
 Transport& p2pTransport();

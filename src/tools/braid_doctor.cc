@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "src/diag/doctor.h"
 #include "src/diag/flight_recorder.h"
+#include "src/tools/doctor/doctor.h"
 
 namespace {
 

@@ -14,9 +14,9 @@
 #include "nccl.h"
 #include "src/config/params.h"
 #include "src/diag/flight_recorder.h"
-#include "src/net/net_registry.h"
 #include "src/topo/node_topology.h"
 #include "src/topo/summary.h"
+#include "transports/net/net_registry.h"
 
 namespace {
 

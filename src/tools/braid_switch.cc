@@ -18,7 +18,7 @@
 #include <sstream>
 #include <string>
 
-#include "src/switch/switch_server.h"
+#include "src/tools/switch_server/switch_server.h"
 
 namespace {
 

@@ -12,9 +12,9 @@
 
 #include "src/exec/op.h"
 #include "src/exec/call_tag.h"
-#include "src/diag/doctor.h"
 #include "src/diag/fingerprint.h"
 #include "src/diag/flight_recorder.h"
+#include "src/tools/doctor/doctor.h"
 
 namespace braid {
 namespace {

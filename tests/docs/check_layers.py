@@ -20,7 +20,7 @@ LAYERS = [
     ("base", ["include", "src/config", "src/os"]),
     ("plans and services", ["src/reduce", "src/topo", "src/net", "src/bootstrap", "algorithms"]),
     ("exec core", ["src/exec", "src/diag"]),
-    ("run", ["src/device", "src/rma", "src/switch", "transports"]),
+    ("run", ["src/device", "src/rma", "transports"]),
     ("api and communicator", ["src/core"]),
     ("tools", ["src/tools"]),
 ]

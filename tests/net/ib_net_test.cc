@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "braid/net_plugin.h"
-#include "src/net/builtin_nets.h"
+#include "transports/net/builtin_nets.h"
 #if __has_include(<infiniband/verbs.h>)
 #include "transports/net_ib/ib_device.h"
 #endif

@@ -17,7 +17,7 @@
 
 #include "nccl.h"
 #include "src/config/error.h"
-#include "src/net/net_registry.h"
+#include "transports/net/net_registry.h"
 
 namespace braid {
 namespace {

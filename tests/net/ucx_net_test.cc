@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "src/net/builtin_nets.h"
+#include "transports/net/builtin_nets.h"
 
 extern char** environ;
 

@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "braid/net_plugin.h"
-#include "src/net/builtin_nets.h"
 #include "src/reduce/float_types.h"
 #include "src/reduce/reducer.h"
+#include "transports/net/builtin_nets.h"
 
 namespace switchtest {
 

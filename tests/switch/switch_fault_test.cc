@@ -15,9 +15,8 @@
 #include <vector>
 
 #include "src/net/socket.h"
-#include "src/switch/hello.h"
-#include "src/switch/switch_server.h"
-#include "src/switch/wire.h"
+#include "src/tools/switch_server/switch_server.h"
+#include "transports/collnet_switch/wire.h"
 #include "tests/switch/harness.h"
 
 namespace {

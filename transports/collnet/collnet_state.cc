@@ -6,8 +6,8 @@
 #include "src/config/log.h"
 #include "src/config/params.h"
 #include "src/core/comm.h"
-#include "src/net/builtin_nets.h"
-#include "src/net/net_registry.h"
+#include "transports/net/builtin_nets.h"
+#include "transports/net/net_registry.h"
 #include "transports/collnet/collnet_proxy.h"
 
 namespace braid {

@@ -1,3 +1,4 @@
+// SwitchClient: see switch_client.h.
 #include "transports/collnet_switch/switch_client.h"
 
 #include <poll.h>

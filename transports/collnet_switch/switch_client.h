@@ -17,8 +17,7 @@
 #include <vector>
 
 #include "nccl.h"
-#include "src/switch/hello.h"
-#include "src/switch/wire.h"
+#include "transports/collnet_switch/wire.h"
 
 namespace braid {
 

@@ -1,6 +1,7 @@
-// The BraidSwitch collnet: an ncclCollNet_v11_t whose "network" is braid-switch
-// (src/switch/): in-network all-reduce, all-gather and reduce-scatter of host buffers,
-// done by a software switch that node heads reach over TCP.
+// The BraidSwitch collnet: an ncclCollNet_v11_t whose "network" is braid-switch (the
+// daemon, src/tools/switch_server/; the two share wire.h): in-network all-reduce,
+// all-gather and reduce-scatter of host buffers, done by a software switch that node
+// heads reach over TCP.
 //
 //   devices:  1 when BRAID_SWITCH names a switch (HOST:PORT), else 0.
 //   listen:   no socket: the handle carries this process's switch address and a
@@ -23,10 +24,10 @@
 #include "src/config/log.h"
 #include "src/config/params.h"
 #include "src/config/error.h"
-#include "src/net/builtin_nets.h"
 #include "src/reduce/reducer.h"
-#include "src/switch/op_shape.h"
+#include "transports/net/builtin_nets.h"
 #include "transports/collnet_switch/switch_client.h"
+#include "transports/collnet_switch/wire.h"
 
 namespace braid {
 namespace {

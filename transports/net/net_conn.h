@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "src/exec/fifo.h"
-#include "src/net/net_registry.h"
+#include "transports/net/net_registry.h"
 #include "transports/p2p/p2p_transport.h"
 
 namespace braid {

@@ -3,7 +3,7 @@
 // (ports, GIDs, properties), ib_mr_cache (registrations), ib_setup (listen, connect,
 // accept), ib_comm (queue pairs and the data path). Without <infiniband/verbs.h> at
 // build time, or without libibverbs.so.1 at run time, ibNet() returns nullptr.
-#include "src/net/builtin_nets.h"
+#include "transports/net/builtin_nets.h"
 #include "transports/net_ib/ibv_api.h"
 
 #ifdef BRAID_HAVE_IBVERBS

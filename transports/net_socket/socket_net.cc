@@ -29,8 +29,8 @@
 #include "src/config/log.h"
 #include "src/config/params.h"
 #include "src/config/error.h"
-#include "src/net/builtin_nets.h"
 #include "src/net/socket.h"
+#include "transports/net/builtin_nets.h"
 
 namespace braid {
 namespace {

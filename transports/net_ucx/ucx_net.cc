@@ -9,7 +9,7 @@
 //
 // One device. UCX itself is loaded with dlopen (ucx_api.h); ucxNet() is nullptr where
 // it cannot be, or where this build had no UCX headers.
-#include "src/net/builtin_nets.h"
+#include "transports/net/builtin_nets.h"
 #include "transports/net_ucx/ucx_api.h"
 
 #if !BRAID_HAVE_UCX

@@ -1,5 +1,5 @@
-// The diagnosis behind braid-doctor: reads the flight records (JSON files written by
-// src/diag/flight_recorder.cc) of the ranks of one or more communicators and says what
+// The diagnosis behind braid-doctor (the braid_doctor_core library of the tools, not in
+// libnccl): reads the flight records (JSON files written by src/diag/flight_recorder.cc) of the ranks of one or more communicators and says what
 // went wrong: which ranks are behind, on which collective and call, who the stalled
 // ranks wait on, which ranks called different collectives at one sequence number, which
 // operations failed and why, and which ranks left no record.

@@ -1,4 +1,5 @@
-#include "src/switch/frame_conn.h"
+// FrameConn: see frame_conn.h.
+#include "src/tools/switch_server/frame_conn.h"
 
 #include <sys/socket.h>
 #include <sys/uio.h>

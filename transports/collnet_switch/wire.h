@@ -1,5 +1,8 @@
 // The braid-switch wire protocol: what node heads (the BraidSwitch collnet,
-// transports/collnet_switch/) and leaf switches say to a switch over TCP.
+// transports/collnet_switch/, in the library) and leaf switches say to a switch over
+// TCP, and the geometry of an operation both ends compute from it. The one header the
+// client and the braid-switch daemon (src/tools/switch_server/, outside the library)
+// share; the checks only a switch makes are the daemon's (protocol_check.h there).
 //
 // Every message in both directions is a frame: a 16-byte FrameHeader {kind, len, seq}
 // followed by `len` payload bytes. Plain structs, host byte order (little-endian
@@ -17,6 +20,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace braid {
 namespace wire {
@@ -91,5 +96,66 @@ constexpr uint32_t kMaxControlBytes = 1u << 20;   ///< hello, reasons
 constexpr uint64_t kMaxOpBytes = uint64_t(1) << 32;  ///< one op's result or input
 constexpr size_t kMaxReasonBytes = 1024;
 
+/// "allreduce", "allgather", "reducescatter" ("unknown collective" otherwise).
+const char* collName(uint32_t coll);
+
 }  // namespace wire
+
+// ---- the hello: the first frame on every connection to a switch (wire::kHello) --------
+
+/// Who is joining which group, and the group's layout (which switch each rank uses).
+/// Built by the collnet client and by a leaf switch joining its parent.
+struct Hello {
+  wire::HelloMsg msg{};
+  std::vector<uint16_t> leafOf;  ///< per rank: the index of the switch it uses
+
+  /// The whole frame (header + payload), ready to send.
+  std::string encode() const;
+};
+
+/// Mixes 64-bit values into a group id (splitmix64 steps).
+uint64_t mixGroupId(uint64_t a, uint64_t b);
+
+/// A frame with a small payload as bytes (header + payload).
+std::string encodeFrame(uint32_t kind, uint64_t seq, const void* payload, size_t len);
+
+// ---- OpShape: the bytes of one operation (wire::OpDesc) --------------------------------
+// Which bytes each rank sends and receives: the geometry the client (what to send,
+// where results land) and the switch (how long each stream is, where each rank's result
+// lies) must agree on. "The result" of an op is: allreduce: count elements; allgather
+// and reducescatter: the window (windowBytes bytes) of the global buffer of
+// nranks * bytesPerRank bytes.
+
+struct Span {
+  uint64_t off = 0;
+  uint64_t len = 0;
+};
+
+class OpShape {
+ public:
+  /// Checks `d` for a group of nranks (known collective and, for reductions, a
+  /// datatype/op pair the switch reduces; sizes in range and aligned to elements).
+  /// On failure returns false and says why.
+  static bool validate(const wire::OpDesc& d, uint32_t nranks, std::string* why);
+
+  OpShape(const wire::OpDesc& d, uint32_t nranks) : d_(d), nranks_(nranks) {}
+
+  bool reduces() const { return d_.coll != wire::kAllGather; }
+  uint64_t resultBytes() const;
+  /// The part of rank r's block inside the window, relative to the window's start
+  /// (empty where they do not meet). Allgather and reducescatter only.
+  Span windowPart(uint32_t r) const;
+  /// The bytes rank r sends: allreduce: [0, n) of its buffer; allgather: the window
+  /// part of its own block, relative to that block; reducescatter: the whole window.
+  Span input(uint32_t r) const;
+  /// Where rank r's output lies in the result: allreduce and allgather: all of it;
+  /// reducescatter: the window part of its block.
+  Span output(uint32_t r) const;
+  const wire::OpDesc& desc() const { return d_; }
+
+ private:
+  wire::OpDesc d_;
+  uint32_t nranks_;
+};
+
 }  // namespace braid

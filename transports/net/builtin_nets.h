@@ -20,7 +20,7 @@ const ncclNet_v11_t* ibNet();
 const ncclNet_v11_t* ucxNet();
 
 /// The built-in CollNet (transports/collnet_switch/, name "BraidSwitch"): in-network
-/// reductions through a braid-switch daemon (src/switch/), found at BRAID_SWITCH;
+/// reductions through a braid-switch daemon (src/tools/switch_server/), found at BRAID_SWITCH;
 /// 0 devices when that is unset.
 const ncclCollNet_v11_t* switchCollNet();
 /// Gives a BraidSwitch context (from its init()) the job secret its connects present

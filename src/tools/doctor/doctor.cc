@@ -1,4 +1,5 @@
-#include "src/diag/doctor.h"
+// braid-doctor's diagnosis: see doctor.h.
+#include "src/tools/doctor/doctor.h"
 
 #include <algorithm>
 #include <cinttypes>

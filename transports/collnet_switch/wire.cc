@@ -1,7 +1,10 @@
-#include "src/switch/op_shape.h"
+// The braid-switch wire protocol's shared code (wire.h): encoding hellos and frames,
+// group ids, and the geometry of an operation, for the client and the switch alike.
+#include "transports/collnet_switch/wire.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "nccl.h"
 #include "src/reduce/reducer.h"
@@ -10,13 +13,11 @@ namespace braid {
 
 namespace {
 
-const char* collName(uint32_t c) {
-  switch (c) {
-    case wire::kAllReduce: return "allreduce";
-    case wire::kAllGather: return "allgather";
-    case wire::kReduceScatter: return "reducescatter";
-    default: return "unknown collective";
-  }
+uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
 }
 
 bool validTypeOp(uint32_t type, uint32_t op) {
@@ -25,6 +26,37 @@ bool validTypeOp(uint32_t type, uint32_t op) {
 }
 
 }  // namespace
+
+uint64_t mixGroupId(uint64_t a, uint64_t b) { return splitmix(splitmix(a) ^ b); }
+
+std::string encodeFrame(uint32_t kind, uint64_t seq, const void* payload, size_t len) {
+  wire::FrameHeader h{kind, uint32_t(len), seq};
+  std::string s(sizeof h + len, '\0');
+  std::memcpy(&s[0], &h, sizeof h);
+  if (len) std::memcpy(&s[sizeof h], payload, len);
+  return s;
+}
+
+std::string Hello::encode() const {
+  std::string payload(sizeof msg + leafOf.size() * sizeof(uint16_t), '\0');
+  std::memcpy(&payload[0], &msg, sizeof msg);
+  if (!leafOf.empty())
+    std::memcpy(&payload[sizeof msg], leafOf.data(), leafOf.size() * sizeof(uint16_t));
+  return encodeFrame(wire::kHello, 0, payload.data(), payload.size());
+}
+
+namespace wire {
+
+const char* collName(uint32_t c) {
+  switch (c) {
+    case kAllReduce: return "allreduce";
+    case kAllGather: return "allgather";
+    case kReduceScatter: return "reducescatter";
+    default: return "unknown collective";
+  }
+}
+
+}  // namespace wire
 
 bool OpShape::validate(const wire::OpDesc& d, uint32_t nranks, std::string* why) {
   char buf[200];
@@ -38,7 +70,7 @@ bool OpShape::validate(const wire::OpDesc& d, uint32_t nranks, std::string* why)
   if (d.coll != wire::kAllGather) {
     if (!validTypeOp(d.dtype, d.redop)) {
       std::snprintf(buf, sizeof buf, "%s: datatype %u / op %u not reduced by the switch",
-                    collName(d.coll), d.dtype, d.redop);
+                    wire::collName(d.coll), d.dtype, d.redop);
       *why = buf;
       return false;
     }
@@ -60,7 +92,7 @@ bool OpShape::validate(const wire::OpDesc& d, uint32_t nranks, std::string* why)
       d.windowBytes > bpr * nranks - d.windowOffset) {
     std::snprintf(buf, sizeof buf,
                   "%s: window [%llu, +%llu) does not fit %u ranks x %llu bytes (or is too large)",
-                  collName(d.coll), static_cast<unsigned long long>(d.windowOffset),
+                  wire::collName(d.coll), static_cast<unsigned long long>(d.windowOffset),
                   static_cast<unsigned long long>(d.windowBytes), nranks,
                   static_cast<unsigned long long>(bpr));
     *why = buf;
@@ -68,7 +100,7 @@ bool OpShape::validate(const wire::OpDesc& d, uint32_t nranks, std::string* why)
   }
   if (ts > 1 && (bpr % ts || d.windowOffset % ts || d.windowBytes % ts)) {
     std::snprintf(buf, sizeof buf, "%s: sizes are not multiples of the %zu-byte element",
-                  collName(d.coll), ts);
+                  wire::collName(d.coll), ts);
     *why = buf;
     return false;
   }
@@ -105,22 +137,6 @@ Span OpShape::input(uint32_t r) const {
 Span OpShape::output(uint32_t r) const {
   if (d_.coll == wire::kReduceScatter) return windowPart(r);
   return Span{0, resultBytes()};
-}
-
-std::string describeOp(const wire::OpDesc& d) {
-  char buf[200];
-  if (d.coll == wire::kAllReduce) {
-    std::snprintf(buf, sizeof buf, "allreduce of %llu %s (%s)",
-                  static_cast<unsigned long long>(d.count),
-                  d.dtype < uint32_t(ncclNumTypes) ? dataTypeName(ncclDataType_t(d.dtype)) : "?",
-                  d.redop < uint32_t(ncclNumOps) ? redOpName(ncclRedOp_t(d.redop)) : "?");
-  } else {
-    std::snprintf(buf, sizeof buf, "%s of window [%llu, +%llu) of %llu bytes per rank",
-                  collName(d.coll), static_cast<unsigned long long>(d.windowOffset),
-                  static_cast<unsigned long long>(d.windowBytes),
-                  static_cast<unsigned long long>(d.bytesPerRank));
-  }
-  return buf;
 }
 
 }  // namespace braid

@@ -1,5 +1,5 @@
 // NetRegistry: see net_registry.h.
-#include "src/net/net_registry.h"
+#include "transports/net/net_registry.h"
 
 #include <strings.h>
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "nccl.h"
-#include "src/net/builtin_nets.h"
+#include "transports/net/builtin_nets.h"
 
 namespace braid {
 

@@ -1,4 +1,5 @@
-#include "src/switch/switch_server.h"
+// SwitchServer: see switch_server.h.
+#include "src/tools/switch_server/switch_server.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -331,7 +332,7 @@ void SwitchServer::finishGroup(SwitchGroup* g) {
 void SwitchServer::onHello(FrameConn* c, const std::string& payload) {
   Hello h;
   std::string why;
-  if (!Hello::parse(payload, &h, &why)) return refuse(c, why);
+  if (!parseHello(payload, &h, &why)) return refuse(c, why);
   const wire::HelloMsg& m = h.msg;
   const bool fromLeaf = (m.flags & wire::kFromLeaf) != 0;
   const std::string who = (fromLeaf ? "leaf switch " : "rank ") + std::to_string(m.rank);

@@ -1,40 +1,15 @@
-#include "src/switch/hello.h"
+// What a switch checks and names of what its members send (protocol_check.h).
+#include "src/tools/switch_server/protocol_check.h"
 
 #include <cstdio>
 #include <cstring>
 
+#include "nccl.h"
+#include "src/reduce/reducer.h"
+
 namespace braid {
 
-namespace {
-
-uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
-uint64_t mixGroupId(uint64_t a, uint64_t b) { return splitmix(splitmix(a) ^ b); }
-
-std::string encodeFrame(uint32_t kind, uint64_t seq, const void* payload, size_t len) {
-  wire::FrameHeader h{kind, uint32_t(len), seq};
-  std::string s(sizeof h + len, '\0');
-  std::memcpy(&s[0], &h, sizeof h);
-  if (len) std::memcpy(&s[sizeof h], payload, len);
-  return s;
-}
-
-std::string Hello::encode() const {
-  std::string payload(sizeof msg + leafOf.size() * sizeof(uint16_t), '\0');
-  std::memcpy(&payload[0], &msg, sizeof msg);
-  if (!leafOf.empty())
-    std::memcpy(&payload[sizeof msg], leafOf.data(), leafOf.size() * sizeof(uint16_t));
-  return encodeFrame(wire::kHello, 0, payload.data(), payload.size());
-}
-
-bool Hello::parse(const std::string& payload, Hello* out, std::string* why) {
+bool parseHello(const std::string& payload, Hello* out, std::string* why) {
   char buf[200];
   if (payload.size() < sizeof(wire::HelloMsg)) {
     std::snprintf(buf, sizeof buf, "short hello (%zu bytes)", payload.size());
@@ -96,11 +71,27 @@ bool Hello::parse(const std::string& payload, Hello* out, std::string* why) {
   return true;
 }
 
-std::vector<uint32_t> Hello::ranksOfLeaf(uint32_t leaf) const {
+std::vector<uint32_t> ranksOfLeaf(const Hello& h, uint32_t leaf) {
   std::vector<uint32_t> v;
-  for (uint32_t r = 0; r < leafOf.size(); ++r)
-    if (leafOf[r] == leaf) v.push_back(r);
+  for (uint32_t r = 0; r < h.leafOf.size(); ++r)
+    if (h.leafOf[r] == leaf) v.push_back(r);
   return v;
+}
+
+std::string describeOp(const wire::OpDesc& d) {
+  char buf[200];
+  if (d.coll == wire::kAllReduce) {
+    std::snprintf(buf, sizeof buf, "allreduce of %llu %s (%s)",
+                  static_cast<unsigned long long>(d.count),
+                  d.dtype < uint32_t(ncclNumTypes) ? dataTypeName(ncclDataType_t(d.dtype)) : "?",
+                  d.redop < uint32_t(ncclNumOps) ? redOpName(ncclRedOp_t(d.redop)) : "?");
+  } else {
+    std::snprintf(buf, sizeof buf, "%s of window [%llu, +%llu) of %llu bytes per rank",
+                  wire::collName(d.coll), static_cast<unsigned long long>(d.windowOffset),
+                  static_cast<unsigned long long>(d.windowBytes),
+                  static_cast<unsigned long long>(d.bytesPerRank));
+  }
+  return buf;
 }
 
 }  // namespace braid

@@ -1,5 +1,5 @@
 // FrameConn: one non-blocking TCP connection of a switch (to a member, a leaf switch
-// or its parent), speaking frames (wire.h). Reading hands each frame to a Sink as it
+// or its parent), speaking frames (transports/collnet_switch/wire.h). Reading hands each frame to a Sink as it
 // arrives: data payloads land straight where the sink says, piece by piece (so the
 // switch can reduce what has arrived before the rest comes), control payloads are
 // collected whole. Writing keeps a queue of frames; data frames point into shared
@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "src/switch/wire.h"
+#include "transports/collnet_switch/wire.h"
 
 namespace braid {
 

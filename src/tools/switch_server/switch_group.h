@@ -19,9 +19,8 @@
 #include <vector>
 
 #include "src/reduce/reducer.h"
-#include "src/switch/frame_conn.h"
-#include "src/switch/hello.h"
-#include "src/switch/op_shape.h"
+#include "src/tools/switch_server/frame_conn.h"
+#include "src/tools/switch_server/protocol_check.h"
 
 namespace braid {
 

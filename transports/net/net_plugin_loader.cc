@@ -18,7 +18,7 @@
 
 #include "src/config/log.h"
 #include "src/config/error.h"
-#include "src/net/net_registry.h"
+#include "transports/net/net_registry.h"
 
 namespace braid {
 

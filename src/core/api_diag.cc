@@ -1,7 +1,8 @@
-// The diagnosis extension API (include/braid/braid.h): braidCommDumpFlightRecord.
+// The diagnosis extension API (include/braid/braid.h): braidCommDumpFlightRecord, an
+// entry point of the API layer over the communicator's flight recorder (src/diag/).
 #include "braid/braid.h"
-#include "src/core/comm.h"
 #include "src/config/error.h"
+#include "src/core/comm.h"
 #include "src/diag/flight_recorder.h"
 
 using namespace braid;

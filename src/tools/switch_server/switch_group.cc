@@ -1,4 +1,5 @@
-#include "src/switch/switch_group.h"
+// SwitchGroup: see switch_group.h.
+#include "src/tools/switch_server/switch_group.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -36,7 +37,7 @@ SwitchGroup::SwitchGroup(Config cfg) : cfg_(std::move(cfg)) {
     for (uint32_t k = 0; k < l.msg.nleaves; ++k) {
       Port p;
       p.id = k;
-      p.ranks = l.ranksOfLeaf(k);
+      p.ranks = ranksOfLeaf(l, k);
       ports_.push_back(std::move(p));
     }
   } else {

@@ -2,7 +2,7 @@
 //
 // One thread runs a poll() loop over the listening socket, every connection and a
 // wake-up eventfd; it serves any number of groups at once. A connection's first frame
-// is a hello (hello.h): it joins the group it names (created by its first member),
+// is a hello (protocol_check.h): it joins the group it names (created by its first member),
 // admitted when it shows the group's job secret (and, with `secret` set, that one).
 // When every member of a group is there the switch answers kWelcome to each (a leaf of
 // a two-level tree first joins its parent, as one member standing for its ranks).
@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "src/net/socket.h"
-#include "src/switch/frame_conn.h"
-#include "src/switch/switch_group.h"
+#include "src/tools/switch_server/frame_conn.h"
+#include "src/tools/switch_server/switch_group.h"
 
 namespace braid {
 
