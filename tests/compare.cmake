@@ -5,6 +5,7 @@
 # ---- count rules and sweep of the peer benchmarks == the perf suite's -----------------
 add_executable(compare_counts_test
   ${CMAKE_CURRENT_LIST_DIR}/compare/counts_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/compare/options_test.cc
   ${PROJECT_SOURCE_DIR}/perf/compare/bench_options.cc
   ${PROJECT_SOURCE_DIR}/perf/datatypes.cc
   ${PROJECT_SOURCE_DIR}/perf/options.cc

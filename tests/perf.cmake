@@ -3,6 +3,7 @@
 # ---- host helpers of the suite (no library needed) ---------------------------------
 add_executable(perf_helpers_test
   ${CMAKE_CURRENT_LIST_DIR}/perf/perf_helpers_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/perf/options_test.cc
   ${PROJECT_SOURCE_DIR}/perf/datatypes.cc
   ${PROJECT_SOURCE_DIR}/perf/options.cc
   ${PROJECT_SOURCE_DIR}/perf/pattern.cc
