@@ -7,26 +7,18 @@
 #include <vector>
 
 #include "perf/compare/bench.h"
+#include "tests/perf/command_line.h"
 
 namespace {
 
 using braid_compare::BenchOptions;
 using braid_compare::Coll;
 
-/// Parses `args` (the words after the program's name) into *o.
-bool parse(std::vector<std::string> args, BenchOptions* o, int* rc) {
-  args.insert(args.begin(), "gloo_bench");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  return braid_compare::parseBenchOptions(static_cast<int>(args.size()), argv.data(),
-                                          "gloo_bench", o, rc);
-}
-
 BenchOptions parsed(const std::vector<std::string>& args) {
   BenchOptions o;
   int rc = -1;
-  EXPECT_TRUE(parse(args, &o, &rc)) << testing::PrintToString(args);
+  EXPECT_TRUE(braid_test::parseWords(braid_compare::parseBenchOptions, "gloo_bench", args, &o, &rc))
+      << testing::PrintToString(args);
   return o;
 }
 
@@ -101,27 +93,24 @@ TEST(CompareOptions, AttachedValuesRepeatsAndLists) {
   EXPECT_FALSE(o.corrupt);
 }
 
-TEST(CompareOptions, BadInputFailsWithExitCode2) {
-  const std::vector<std::vector<std::string>> bad = {
-      {"-C", "allreduce"}, {"-C", ","},   {"-A", ","},         {"-c", "2"},
-      {"-r", "-1"},        {"-i", "0"},   {"-K", "2"},         {"-I", "x"},
-      {"-N", "0"},         {"-n", "0"},   {"-w", "-1"},        {"-b", "4K", "-e", "1K"},
-      {"-S", ""},          {"-J", ""},    {"-t", "2"},         {"--bogus"},
-      {"foo"},             {"-b", "1Q"},  {"-f", "0.9"},       {"-e"}};
-  for (const auto& args : bad) {
-    BenchOptions o;
-    int rc = -1;
-    EXPECT_FALSE(parse(args, &o, &rc)) << testing::PrintToString(args);
-    EXPECT_EQ(2, rc) << testing::PrintToString(args);
-  }
-  BenchOptions o;
-  int rc = -1;
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  EXPECT_FALSE(parse({"-h"}, &o, &rc));
-  testing::internal::GetCapturedStdout();
-  testing::internal::GetCapturedStderr();
-  EXPECT_EQ(0, rc);
+TEST(CompareOptions, BadInputIsOneLineNamingTheOptionAndExitCode2) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* named;  ///< what the error line must name
+  };
+  const Case bad[] = {{{"-C", "allreduce"}, "-C"},   {{"-C", ","}, "-C"},
+                      {{"-A", ","}, "-A"},           {{"-c", "2"}, "-c"},
+                      {{"-r", "-1"}, "-r"},          {{"-i", "0"}, "--stepbytes"},
+                      {{"-K", "2"}, "-K"},           {{"-I", "x"}, "-I"},
+                      {{"-N", "0"}, "-N"},           {{"-n", "0"}, "--iters"},
+                      {{"-w", "-1"}, "--warmup_iters"}, {{"-b", "4K", "-e", "1K"}, "--maxbytes"},
+                      {{"-S", ""}, "-S"},            {{"-J", ""}, "-J"},
+                      {{"-t", "2"}, "-t"},           {{"--bogus"}, "--bogus"},
+                      {{"foo"}, "foo"},              {{"-b", "1Q"}, "--minbytes"},
+                      {{"-f", "0.9"}, "--stepfactor"}, {{"-e"}, "--maxbytes"}};
+  for (const Case& c : bad)
+    braid_test::expectRejected(braid_compare::parseBenchOptions, "gloo_bench", c.args, c.named);
+  braid_test::expectHelp(braid_compare::parseBenchOptions, "gloo_bench", "-h");
 }
 
 }  // namespace

@@ -8,23 +8,19 @@
 #include <vector>
 
 #include "perf/options.h"
+#include "src/tools/cli.h"
+#include "tests/perf/command_line.h"
 
 namespace braid_perf {
 namespace {
 
-/// Parses `args` (the words after the program's name) into *o.
-bool parse(std::vector<std::string> args, Options* o, int* rc) {
-  args.insert(args.begin(), "all_reduce_perf");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  return parseOptions(static_cast<int>(args.size()), argv.data(), "all_reduce_perf", o, rc);
-}
+using braid::cli::parseSize;
 
 Options parsed(const std::vector<std::string>& args) {
   Options o;
   int rc = -1;
-  EXPECT_TRUE(parse(args, &o, &rc)) << testing::PrintToString(args);
+  EXPECT_TRUE(braid_test::parseWords(parseOptions, "all_reduce_perf", args, &o, &rc))
+      << testing::PrintToString(args);
   return o;
 }
 
@@ -165,33 +161,43 @@ TEST(PerfOptions, LongNamesAttachedValuesAndRepeats) {
   EXPECT_EQ(32u << 20, o.maxBytes);
 }
 
-TEST(PerfOptions, BadInputFailsWithExitCode2) {
-  const std::vector<std::vector<std::string>> bad = {
-      {"-a", "7"},       {"-b", "5Q"},      {"-x", "1"},          {"--bogus"},
-      {"-t", "0"},       {"-t", "1025"},    {"-b", "2K", "-e", "1K"}, {"extra"},
-      {"-n"},            {"-n", "1.5"},     {"-d", "nosuch"},     {"-o", "nosuch"},
-      {"-J", ""},        {"-f", "0.5"},     {"-f", "x"},          {"-D", "2"},
-      {"-c", "-1"},      {"-r", "-2"},      {"-z", "2"},          {"-w", "-1"},
-      {"-N", "-1"},      {"-m", "0"},       {"-e", "1KB"},        {"-g", "x"}};
-  for (const auto& args : bad) {
-    Options o;
-    int rc = -1;
-    EXPECT_FALSE(parse(args, &o, &rc)) << testing::PrintToString(args);
-    EXPECT_EQ(2, rc) << testing::PrintToString(args);
-  }
+TEST(PerfOptions, BadInputIsOneLineNamingTheOptionAndExitCode2) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* named;  ///< what the error line must name
+  };
+  const Case bad[] = {{{"-a", "7"}, "--average"},
+                      {{"-b", "5Q"}, "--minbytes"},
+                      {{"-x", "1"}, "-x"},
+                      {{"--bogus"}, "--bogus"},
+                      {{"-t", "0"}, "--nthreads"},
+                      {{"-t", "1025"}, "--nthreads"},
+                      {{"-b", "2K", "-e", "1K"}, "--maxbytes"},
+                      {{"extra"}, "extra"},
+                      {{"-n"}, "--iters"},
+                      {{"-n", "1.5"}, "--iters"},
+                      {{"-d", "nosuch"}, "--datatype"},
+                      {{"-o", "nosuch"}, "--op"},
+                      {{"-J", ""}, "--output_file"},
+                      {{"-f", "0.5"}, "--stepfactor"},
+                      {{"-f", "x"}, "--stepfactor"},
+                      {{"-D", "2"}, "--device"},
+                      {{"-c", "-1"}, "--check"},
+                      {{"-r", "-2"}, "--root"},
+                      {{"-z", "2"}, "--blocking"},
+                      {{"-w", "-1"}, "--warmup_iters"},
+                      {{"-N", "-1"}, "--run_cycles"},
+                      {{"-m", "0"}, "--agg_iters"},
+                      {{"-e", "1KB"}, "--maxbytes"},
+                      {{"-g", "x"}, "--ngpus"}};
+  for (const Case& c : bad)
+    braid_test::expectRejected(parseOptions, "all_reduce_perf", c.args, c.named);
 }
 
 TEST(PerfOptions, HelpIsExitCode0) {
   for (const char* h : {"-h", "--help"}) {
-    Options o;
-    int rc = -1;
-    testing::internal::CaptureStdout();
-    testing::internal::CaptureStderr();
-    EXPECT_FALSE(parse({h}, &o, &rc));
-    const std::string text =
-        testing::internal::GetCapturedStdout() + testing::internal::GetCapturedStderr();
-    EXPECT_EQ(0, rc);
-    EXPECT_NE(std::string::npos, text.find("--minbytes")) << text;
+    const std::string help = braid_test::expectHelp(parseOptions, "all_reduce_perf", h);
+    EXPECT_NE(std::string::npos, help.find("-b,--minbytes")) << help;
   }
 }
 
