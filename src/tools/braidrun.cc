@@ -131,7 +131,7 @@ bool parseCommand(int argc, char** argv, Command* c, int* exitCode) {
     c->program.erase(c->program.begin());
   } else if (!c->program.empty() && c->program.front().size() > 1 &&
              c->program.front()[0] == '-') {
-    *exitCode = app.fail(c->program.front(), "not an option of braidrun");
+    *exitCode = app.fail(c->program.front(), "unknown option");
     return false;
   }
   if (c->n == 0) {
