@@ -24,12 +24,7 @@ BenchOptions parsed(const std::vector<std::string>& args) {
 
 TEST(CompareOptions, Defaults) {
   const BenchOptions o = parsed({});
-  EXPECT_EQ(8u, o.minBytes);
-  EXPECT_EQ(1u << 20, o.maxBytes);
-  EXPECT_EQ(1u << 20, o.stepBytes);
-  EXPECT_EQ(2.0, o.stepFactor);
-  EXPECT_EQ(20, o.iters);
-  EXPECT_EQ(5, o.warmup);
+  braid_test::expectSweep(o, 8, 1u << 20, 1u << 20, 2.0, 20, 5);
   EXPECT_EQ(3, o.reps);
   EXPECT_EQ(1, o.check);
   EXPECT_EQ(0, o.root);

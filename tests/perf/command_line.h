@@ -1,6 +1,6 @@
 // Test helpers for command-line parsers (tests/perf/options_test.cc,
-// tests/compare/options_test.cc): a parser run on words, and the check that a rejected
-// command line ends as src/tools/cli.h promises (exit code 2, one line on stderr that
+// tests/compare/options_test.cc): a parser run on words, the sweep's values, and the
+// check that a rejected command line ends as src/tools/cli.h promises (exit code 2, one line on stderr that
 // starts with the program's name and names the option).
 #ifndef BRAID_TESTS_PERF_COMMAND_LINE_H_
 #define BRAID_TESTS_PERF_COMMAND_LINE_H_
@@ -11,7 +11,20 @@
 #include <string>
 #include <vector>
 
+#include "perf/options.h"
+
 namespace braid_test {
+
+/// Expects the sweep's six values.
+inline void expectSweep(const braid_perf::Sweep& s, size_t minBytes, size_t maxBytes,
+                        size_t stepBytes, double stepFactor, int iters, int warmup) {
+  EXPECT_EQ(minBytes, s.minBytes);
+  EXPECT_EQ(maxBytes, s.maxBytes);
+  EXPECT_EQ(stepBytes, s.stepBytes);
+  EXPECT_EQ(stepFactor, s.stepFactor);
+  EXPECT_EQ(iters, s.iters);
+  EXPECT_EQ(warmup, s.warmup);
+}
 
 /// A parser of argc/argv (argv[0]: the program's name) into *opt: false with *rc when
 /// the program should end.

@@ -46,12 +46,7 @@ TEST(PerfOptions, Defaults) {
   const Options o = parsed({});
   EXPECT_EQ(1, o.nThreads);
   EXPECT_EQ(1, o.nGpus);
-  EXPECT_EQ(32u << 20, o.minBytes);
-  EXPECT_EQ(32u << 20, o.maxBytes);
-  EXPECT_EQ(1u << 20, o.stepBytes);
-  EXPECT_EQ(1.0, o.stepFactor);
-  EXPECT_EQ(20, o.iters);
-  EXPECT_EQ(5, o.warmup);
+  braid_test::expectSweep(o, 32u << 20, 32u << 20, 1u << 20, 1.0, 20, 5);
   EXPECT_EQ(1, o.aggIters);
   EXPECT_EQ(1, o.check);
   EXPECT_EQ(1, o.average);
@@ -117,12 +112,7 @@ TEST(PerfOptions, LongNamesAttachedValuesAndRepeats) {
                       "--device", "0"});
   EXPECT_EQ(2, o.nThreads);
   EXPECT_EQ(3, o.nGpus);
-  EXPECT_EQ(1024u, o.minBytes);
-  EXPECT_EQ(size_t{1} << 30, o.maxBytes);
-  EXPECT_EQ(4096u, o.stepBytes);
-  EXPECT_EQ(1.5, o.stepFactor);
-  EXPECT_EQ(7, o.iters);
-  EXPECT_EQ(0, o.warmup);
+  braid_test::expectSweep(o, 1024, size_t{1} << 30, 4096, 1.5, 7, 0);
   EXPECT_EQ(2, o.aggIters);
   EXPECT_EQ(0, o.check);
   EXPECT_EQ(std::vector<PerfOp>{PerfOp::kMax}, o.ops);
