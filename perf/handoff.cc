@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
       ->transform(braid::cli::sizeValue())
       ->check(braid::cli::range(size_t(1), size_t(1) << 40))
       ->type_name("SIZE")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->multi_option_policy(braid::cli::MultiOptionPolicy::TakeAll);
   int exitCode = 0;
   if (!app.parseCommandLine(argc, argv, &exitCode)) return exitCode;
   std::printf("# handoff: writer thread -> reader thread, %d rounds; time per round trip\n",

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   app.add_option("-n", reps, "repetitions (default 9)")->check(braid::cli::range(1, 1 << 30));
   app.add_option("-t", threadCounts, "thread counts to measure (default 1 2)")
       ->check(braid::cli::range(1, 1024))
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->multi_option_policy(braid::cli::MultiOptionPolicy::TakeAll);
   app.add_option("-J", json, "write the results as JSON to this file")
       ->check(braid::cli::nonEmpty())
       ->type_name("FILE");

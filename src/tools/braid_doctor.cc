@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
                  "$BRAID_FLIGHT_RECORDER_DIR, else /tmp/braid-flight-recorder-<uid>: here " +
                      braid::flightRecorderDir() + ")")
       ->type_name("DIR|FILE")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->multi_option_policy(braid::cli::MultiOptionPolicy::TakeAll);
   int exitCode = 0;
   if (!app.parseCommandLine(argc, argv, &exitCode)) return exitCode;
   if (paths.empty()) paths.push_back(braid::flightRecorderDir());

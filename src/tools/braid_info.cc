@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
   braid::cli::App app("Prints the version, build features, networks, environment variables "
                       "and algorithms; or one of the views below (one at most).",
                       "braid-info");
-  CLI::Option* views[] = {
+  braid::cli::Option* views[] = {
       app.add_flag("--brief", brief, "the listing without the descriptions"),
       app.add_flag("--markdown", markdown, "the environment variables as a Markdown table"),
       app.add_flag("--topo", topo, "the node topology"),
@@ -148,13 +148,13 @@ int main(int argc, char** argv) {
       app.add_option("--dump", dump,
                      "asks the Braid processes PID... to write their flight records (SIGUSR1; "
                      "read them with braid-doctor)")
-          ->expected(1, CLI::detail::expected_max_vector_size)
-          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+          ->expected(1, braid::cli::kAnyNumber)
+          ->multi_option_policy(braid::cli::MultiOptionPolicy::TakeAll)
           ->type_name("PID")};
   int exitCode = 0;
   if (!app.parseCommandLine(argc, argv, &exitCode)) return exitCode;
-  const CLI::Option* first = nullptr;  // one view at most
-  for (const CLI::Option* v : views) {
+  const braid::cli::Option* first = nullptr;  // one view at most
+  for (const braid::cli::Option* v : views) {
     if (v->count() == 0) continue;
     if (first) return app.fail(v->get_name(), "goes not with " + first->get_name());
     first = v;

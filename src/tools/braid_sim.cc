@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
   app.add_option("--ranks-per-node", o.perNode, "ranks per node (default 8)")
       ->check(braid::cli::range(1, 1 << 20));
   app.add_option("--preset", o.preset, "h100 or host (default h100)")
-      ->check(CLI::IsMember({"h100", "host"}));
+      ->check(braid::cli::isMember({"h100", "host"}));
   app.add_option("--model", o.modelFile, "cost model file (key=value lines)")->type_name("FILE");
   app.add_option("--topo", o.topoFile, "topology XML (NVLink and NIC speeds)")
       ->type_name("FILE.xml");
@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
          },
          "all_reduce all_gather reduce_scatter alltoall broadcast reduce, or all (default "
          "all_reduce)")
-      ->check(CLI::IsMember(collNames))
+      ->check(braid::cli::isMember(collNames))
       ->type_name("COLL");
   app.addSize("-b", &o.minBytes, "smallest size, K/M/G suffixes (default 8)");
   app.addSize("-e", &o.maxBytes, "largest size (default 8G)");

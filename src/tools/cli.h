@@ -5,92 +5,69 @@
 // exit status 2 (an unknown word is named before any other error); --help prints the
 // usage to stdout and exits with 0; sizes take K/M/G suffixes (powers of 1024). Never
 // included by the library (src/ outside src/tools, algorithms/, transports/).
+//
+// CLI11 itself is compiled once, in cli.cc (the braid_cli library): a file that includes
+// <CLI/CLI.hpp> costs about 14 s of CPU (30 to 90 under the sanitizers), nearly all of it
+// generating CLI11's own code again, so this header does not include it. App, Option and
+// Validator below are thin handles on CLI11's classes with the same names and calls
+// (add_option, add_flag, check, type_name, ...): each call is passed on as it is. An
+// option of a value type not listed here is one more overload in both files.
 #ifndef BRAID_TOOLS_CLI_H_
 #define BRAID_TOOLS_CLI_H_
 
-#include <cerrno>
 #include <cstddef>
-#include <cstdlib>
+#include <cstdint>
+#include <deque>
 #include <functional>
-#include <sstream>
+#include <memory>
 #include <string>
-#include <type_traits>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+namespace CLI {
+class App;
+class Option;
+class Validator;
+}  // namespace CLI
 
 namespace braid::cli {
 
 /// Parse a size: a number with an optional K, M or G suffix (either case; powers of
 /// 1024), "1.5K" = 1536. False on bad text, a negative number or more than 1e18 bytes.
-inline bool parseSize(const std::string& text, size_t* out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || end == text.c_str() || v < 0) return false;
-  double mult = 1;
-  const std::string suffix(end);
-  if (suffix == "K" || suffix == "k")
-    mult = 1024.0;
-  else if (suffix == "M" || suffix == "m")
-    mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g")
-    mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty())
-    return false;
-  const double bytes = v * mult;
-  if (bytes > 1e18) return false;
-  *out = static_cast<size_t>(bytes);
-  return true;
-}
+bool parseSize(const std::string& text, size_t* out);
+
+/// A check or a transform of an option's text (a CLI::Validator): `check` returns the
+/// error ("" when the text is good) and may rewrite the text; `name` is the validator's
+/// name (never shown in the usage).
+class Validator {
+ public:
+  Validator(std::function<std::string(std::string& text)> check, const std::string& name);
+  explicit Validator(std::shared_ptr<const CLI::Validator> v);
+  const CLI::Validator& get() const;
+
+ private:
+  std::shared_ptr<const CLI::Validator> v_;
+};
 
 /// The transform of a size option: the text becomes its number of bytes, or the error
 /// says what a size is.
-inline CLI::Validator sizeValue() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        size_t bytes = 0;
-        if (!parseSize(text, &bytes))
-          return "'" + text + "' is not a size (bytes, or with a K, M or G suffix)";
-        text = std::to_string(bytes);
-        return std::string();
-      },
-      "", "size");
-}
+Validator sizeValue();
 
-/// The check of a number from lo to hi. Its text stays out of the usage (CLI11 would
-/// write "INT:INT in [1 - 1024]" there); the option's help says the range where it matters.
-template <class T>
-CLI::Validator range(T lo, T hi) {
-  CLI::Validator v = CLI::Range(lo, hi);
-  v.description("");
-  return v;
-}
+/// The check of a number from lo to hi (CLI::Range). Its text stays out of the usage
+/// (CLI11 would write "INT:INT in [1 - 1024]" there); the option's help says the range
+/// where it matters. For int, double and size_t.
+Validator range(int lo, int hi);
+Validator range(double lo, double hi);
+Validator range(size_t lo, size_t hi);
 
-/// The check of a number of at least lo, with no upper bound.
-template <class T>
-CLI::Validator atLeast(T lo) {
-  return CLI::Validator(
-      [lo](std::string& text) {
-        T v{};
-        std::ostringstream why;
-        if (!CLI::detail::lexical_cast(text, v))
-          why << "'" << text << "' is not "
-              << (std::is_integral<T>::value ? "a whole number" : "a number");
-        else if (v < lo)
-          why << text << " is below " << lo;
-        return why.str();
-      },
-      "", "at least");
-}
+/// The check of a number of at least lo, with no upper bound. For int64_t and double.
+Validator atLeast(int64_t lo);
+Validator atLeast(double lo);
 
 /// The check of an option that needs a value (a file name, a directory).
-inline CLI::Validator nonEmpty() {
-  return CLI::Validator(
-      [](std::string& text) { return text.empty() ? std::string("needs a value") : std::string(); },
-      "", "non-empty");
-}
+Validator nonEmpty();
+
+/// The check of a word that must be one of `words` (CLI::IsMember: the usage lists them).
+Validator isMember(const std::vector<std::string>& words);
 
 /// A reader of an option's text into a T: false when the text is not one.
 template <class T>
@@ -98,37 +75,87 @@ using Reader = std::function<bool(const std::string& text, T* out)>;
 
 /// The check of an option whose text `read` must accept; `expected` says what it may be.
 template <class T>
-CLI::Validator readableBy(Reader<T> read, const std::string& expected) {
-  return CLI::Validator(
+Validator readableBy(Reader<T> read, const std::string& expected) {
+  return Validator(
       [read, expected](std::string& text) {
         T value{};
         return read(text, &value) ? std::string() : expected + ", not '" + text + "'";
       },
-      "", expected);
+      expected);
 }
 
-/// A CLI11 application with Braid's conventions, set before any option is added.
-class App : public CLI::App {
+/// How the values of an option given more than once are kept (CLI::MultiOptionPolicy):
+/// the last one (every App's default) or all of them (a list option).
+enum class MultiOptionPolicy { TakeLast, TakeAll };
+
+/// As many values as the command line gives (CLI::detail::expected_max_vector_size), for
+/// Option::expected.
+constexpr int kAnyNumber = 1 << 29;
+
+/// One option of an App (a CLI::Option); its calls return it, to be chained.
+class Option {
  public:
-  App(const std::string& description, const std::string& program) : CLI::App(description, program) {
-    option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    get_formatter()->label("Usage", "usage");
-    get_formatter()->column_width(28);
-    failure_message([](const CLI::App* app, const CLI::Error& e) {
-      return app->get_name() + ": " + e.what() + " (" + app->get_name() + " --help: usage)\n";
-    });
-  }
+  explicit Option(CLI::Option* o) : o_(o) {}
+  Option* check(const Validator& v);
+  Option* transform(const Validator& v);
+  Option* type_name(const std::string& name);
+  Option* group(const std::string& name);
+  Option* required();
+  Option* expected(int min, int max);
+  Option* multi_option_policy(MultiOptionPolicy policy);
+  /// How many times the command line gave it.
+  size_t count() const;
+  /// Its name as errors write it ("--brief").
+  std::string get_name() const;
+
+ private:
+  CLI::Option* o_;
+};
+
+/// A CLI11 application with Braid's conventions, set before any option is added.
+class App {
+ public:
+  App(const std::string& description, const std::string& program);
+  ~App();
+  App(const App&) = delete;
+  App& operator=(const App&) = delete;
+
+  /// Text printed after the options in the usage.
+  void footer(const std::string& text);
+  /// The first word that is not one of the app's options ends them: it and every word
+  /// after it are left to remaining().
+  void prefix_command();
+  /// The words that were not the app's (after prefix_command: the program and its
+  /// arguments).
+  std::vector<std::string> remaining() const;
+
+  /// An option storing its value into `value`, which holds its default.
+  Option* add_option(const std::string& names, int& value, const std::string& help);
+  Option* add_option(const std::string& names, int64_t& value, const std::string& help);
+  Option* add_option(const std::string& names, size_t& value, const std::string& help);
+  Option* add_option(const std::string& names, double& value, const std::string& help);
+  Option* add_option(const std::string& names, std::string& value, const std::string& help);
+  Option* add_option(const std::string& names, std::vector<int>& values,
+                     const std::string& help);
+  Option* add_option(const std::string& names, std::vector<size_t>& values,
+                     const std::string& help);
+  Option* add_option(const std::string& names, std::vector<std::string>& values,
+                     const std::string& help);
+  /// A flag: `value` becomes true when given.
+  Option* add_flag(const std::string& names, bool& value, const std::string& help);
+  /// An option whose value (a T: int or std::string) is handed to `take`.
+  template <class T>
+  Option* add_option_function(const std::string& names, const std::function<void(const T&)>& take,
+                              const std::string& help);
 
   /// A size option (-b 8, -e 1G, ...): `out` holds its default.
-  CLI::Option* addSize(const std::string& names, size_t* out, const std::string& help) {
-    return add_option(names, *out, help)->transform(sizeValue())->type_name("SIZE");
-  }
+  Option* addSize(const std::string& names, size_t* out, const std::string& help);
 
   /// An option whose text `read` turns into *out (which holds the default); a text it
   /// refuses is an error that names the option and says what is `expected`.
   template <class T>
-  CLI::Option* addRead(const std::string& names, T* out, Reader<T> read,
-                       const std::string& expected, const std::string& help) {
+  Option* addRead(const std::string& names, T* out, Reader<T> read, const std::string& expected,
+                  const std::string& help) {
     return add_option_function<std::string>(
                names, [out, read](const std::string& text) { read(text, out); }, help)
         ->check(readableBy(read, expected));
@@ -136,28 +163,17 @@ class App : public CLI::App {
 
   /// Ends a check made after parsing as a parse error ends: its line on stderr naming
   /// `option`; returns the exit status (2).
-  int fail(const std::string& option, const std::string& why) const {
-    return exit(CLI::ValidationError(option, why)) == 0 ? 0 : 2;
-  }
+  int fail(const std::string& option, const std::string& why) const;
 
   /// Parses argv. True: go on. False: the program ends with *exitCode, 0 after --help
   /// (the usage is printed) and 2 after an error (its line is printed).
-  bool parseCommandLine(int argc, const char* const* argv, int* exitCode) {
-    try {
-      parse(argc, argv);
-      return true;
-    } catch (const CLI::ParseError& e) {
-      // CLI11 checks the required options and the values before it reports the words it
-      // does not know; a mistyped option is the likelier cause, so it is named first.
-      const std::vector<std::string> unknown = remaining();
-      if (e.get_exit_code() != 0 && !unknown.empty() && !get_prefix_command())
-        *exitCode = fail(unknown.front(),
-                         unknown.front()[0] == '-' ? "unknown option" : "unexpected argument");
-      else
-        *exitCode = exit(e) == 0 ? 0 : 2;
-      return false;
-    }
-  }
+  bool parseCommandLine(int argc, const char* const* argv, int* exitCode);
+
+ private:
+  Option* keep(CLI::Option* o);
+
+  std::unique_ptr<CLI::App> app_;
+  std::deque<Option> options_;  // stable addresses: the Option* handed out
 };
 
 }  // namespace braid::cli
