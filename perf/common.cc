@@ -521,10 +521,7 @@ void Worker::sweep(ncclDataType_t type, PerfOp op, int root) {
     row.inPlace = aggregate(ip, hasInPlace, c, elt);
     if (row.outOfPlace.wrong > 0 || row.inPlace.wrong > 0) s_.failed = true;
     if (printer()) s_.report.addRow(row);
-    size_t next = o.stepFactor > 1 ? static_cast<size_t>(static_cast<double>(bytes) * o.stepFactor)
-                                   : bytes + o.stepBytes;
-    if (next <= bytes) next = bytes + 1;
-    bytes = next;
+    bytes = nextSweepSize(o, bytes);
   }
   for (LocalRank& lr : ranks_) {
     if (lr.createdOp) {

@@ -4,14 +4,13 @@
 // timed with CUDA events over -n copies (default 20, after 3 warmup copies), and prints
 // per size: time per copy, copy GB/s = bytes / time, and read+write GB/s = 2 x bytes /
 // time (the HBM traffic); -J writes the rows as JSON. Exits 2 without a usable device.
-//   usage: d2d_bw [-b size] [-e size] [-n copies] [-d device] [-J file.json]
+//   usage: d2d_bw [-b size] [-e size] [-n copies] [-d device] [-J file.json]   (--help)
 #include <cuda_runtime.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
-#include "perf/options.h"
+#include "src/tools/cli.h"
 
 namespace {
 
@@ -26,12 +25,6 @@ struct Row {
   size_t bytes;
   double us, copyGbps, rwGbps;
 };
-
-int usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [-b size] [-e size] [-n copies] [-d device] [-J file.json]\n",
-               argv0);
-  return 2;
-}
 
 /// What the run holds; released by the destructor on every exit path.
 struct Resources {
@@ -54,25 +47,22 @@ int main(int argc, char** argv) {
   size_t minBytes = size_t(64) << 20, maxBytes = size_t(1) << 30;
   int reps = 20, device = 0;
   std::string json;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) return usage(argv[0]);
-    const std::string v = argv[++i];
-    if (a == "-b") {
-      if (!braid_perf::parseSize(v, &minBytes)) return usage(argv[0]);
-    } else if (a == "-e") {
-      if (!braid_perf::parseSize(v, &maxBytes)) return usage(argv[0]);
-    } else if (a == "-n") {
-      reps = std::atoi(v.c_str());
-    } else if (a == "-d") {
-      device = std::atoi(v.c_str());
-    } else if (a == "-J") {
-      json = v;
-    } else {
-      return usage(argv[0]);
-    }
-  }
-  if (reps < 1 || minBytes == 0 || maxBytes < minBytes || device < 0) return usage(argv[0]);
+  braid::cli::App app("The device-to-device copy bandwidth, the reference of the GPU perf "
+                      "numbers: cudaMemcpyAsync between two buffers of one device, sizes "
+                      "doubling from -b to -e.",
+                      "d2d_bw");
+  app.addSize("-b", &minBytes, "smallest size, K/M/G suffixes (default 64M)");
+  app.addSize("-e", &maxBytes, "largest size (default 1G)");
+  app.add_option("-n", reps, "timed copies per size (default 20)")
+      ->check(braid::cli::range(1, 1 << 30));
+  app.add_option("-d", device, "the CUDA device (default 0)")->check(braid::cli::range(0, 1 << 16));
+  app.add_option("-J", json, "write the rows as JSON to this file")
+      ->check(braid::cli::nonEmpty())
+      ->type_name("FILE");
+  int exitCode = 0;
+  if (!app.parseCommandLine(argc, argv, &exitCode)) return exitCode;
+  if (minBytes == 0) return app.fail("-b", "the smallest size must be at least 1 byte");
+  if (maxBytes < minBytes) return app.fail("-e", "the largest size is below -b");
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {

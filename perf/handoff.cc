@@ -3,11 +3,10 @@
 // writer fills a buffer of -s bytes and raises a flag, the reader copies it out and
 // answers. Reported per size: time per round trip and GB/s, with plain stores and with
 // non-temporal (streaming) stores by the writer (src/exec/stream_copy.h).
-//   usage: handoff [-n rounds] [sizes...]     (default sizes 64 B .. 1 MiB)
+//   usage: handoff [-n rounds] [sizes...]     (default sizes 64 B .. 1 MiB; --help)
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "src/exec/stream_copy.h"
+#include "src/tools/cli.h"
 
 namespace {
 
@@ -57,25 +57,20 @@ double run(size_t n, int rounds, bool streaming) {
 
 int main(int argc, char** argv) {
   int rounds = 2000;
-  std::vector<size_t> sizes;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "-n") && i + 1 < argc) {
-      rounds = std::atoi(argv[++i]);
-    } else {
-      char* end = nullptr;
-      unsigned long long v = std::strtoull(argv[i], &end, 0);
-      if (end == argv[i] || *end != '\0' || v == 0) {
-        std::fprintf(stderr, "usage: %s [-n rounds] [sizes in bytes...]\n", argv[0]);
-        return 2;
-      }
-      sizes.push_back(size_t(v));
-    }
-  }
-  if (rounds < 1) {
-    std::fprintf(stderr, "%s: -n must be positive\n", argv[0]);
-    return 2;
-  }
-  if (sizes.empty()) sizes = {64, 512, 4096, 32768, 131072, 1 << 20};
+  std::vector<size_t> sizes{64, 512, 4096, 32768, 131072, 1 << 20};
+  braid::cli::App app("Core-to-core handoff of fresh data: a writer thread fills a buffer, a "
+                      "reader copies it out; time per round trip with plain and with "
+                      "streaming stores.",
+                      "handoff");
+  app.add_option("-n", rounds, "round trips per size (default 2000)")
+      ->check(braid::cli::range(1, 1 << 30));
+  app.add_option("sizes", sizes, "buffer sizes in bytes, K/M/G suffixes (default 64 B .. 1 MiB)")
+      ->transform(braid::cli::sizeValue())
+      ->check(braid::cli::range(size_t(1), size_t(1) << 40))
+      ->type_name("SIZE")
+      ->multi_option_policy(braid::cli::MultiOptionPolicy::TakeAll);
+  int exitCode = 0;
+  if (!app.parseCommandLine(argc, argv, &exitCode)) return exitCode;
   std::printf("# handoff: writer thread -> reader thread, %d rounds; time per round trip\n",
               rounds);
   std::printf("%10s %14s %10s %14s %10s\n", "bytes", "plain us", "GB/s", "streaming us",

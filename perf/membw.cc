@@ -2,15 +2,16 @@
 // quoted against. Copies a buffer of -s bytes (default 256 MiB) with memcpy, split over
 // T threads (1 and 2 by default), and reports GB/s counting bytes read + written, the
 // median of -n repetitions; -J writes them as JSON too (scripts/run-compare.sh reads it).
-//   usage: membw [-s bytes] [-n reps] [-t threads...] [-J file.json]
+//   usage: membw [-s bytes] [-n reps] [-t threads...] [-J file.json]   (--help)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "src/tools/cli.h"
 
 namespace {
 
@@ -31,37 +32,22 @@ double copyOnce(char* dst, const char* src, size_t bytes, int threads) {
 int main(int argc, char** argv) {
   size_t bytes = size_t(256) << 20;
   int reps = 9;
-  std::vector<int> threadCounts;
+  std::vector<int> threadCounts{1, 2};
   std::string json;
-  for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "-s") && i + 1 < argc) {
-      char* end = nullptr;
-      bytes = strtoull(argv[++i], &end, 0);
-      if (*end == 'K' || *end == 'k') bytes <<= 10;  // K/M/G suffixes as the perf programs
-      if (*end == 'M' || *end == 'm') bytes <<= 20;
-      if (*end == 'G' || *end == 'g') bytes <<= 30;
-    } else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
-      reps = atoi(argv[++i]);
-    } else if (!strcmp(argv[i], "-t")) {
-      while (i + 1 < argc && argv[i + 1][0] != '-') threadCounts.push_back(atoi(argv[++i]));
-    } else if (!strcmp(argv[i], "-J") && i + 1 < argc) {
-      json = argv[++i];
-    } else {
-      fprintf(stderr, "usage: %s [-s bytes] [-n reps] [-t threads...] [-J file.json]\n", argv[0]);
-      return 2;
-    }
-  }
-  if (threadCounts.empty()) threadCounts = {1, 2};
-  if (reps < 1 || bytes == 0) {
-    fprintf(stderr, "%s: -n and -s must be positive\n", argv[0]);
-    return 2;
-  }
-  for (int t : threadCounts) {
-    if (t < 1 || t > 1024) {
-      fprintf(stderr, "%s: bad thread count %d\n", argv[0], t);
-      return 2;
-    }
-  }
+  braid::cli::App app("A STREAM-like memcpy bandwidth probe: GB/s counting bytes read + "
+                      "written, the median of the repetitions, per thread count.",
+                      "membw");
+  app.addSize("-s", &bytes, "bytes copied, K/M/G suffixes (default 256M)");
+  app.add_option("-n", reps, "repetitions (default 9)")->check(braid::cli::range(1, 1 << 30));
+  app.add_option("-t", threadCounts, "thread counts to measure (default 1 2)")
+      ->check(braid::cli::range(1, 1024))
+      ->multi_option_policy(braid::cli::MultiOptionPolicy::TakeAll);
+  app.add_option("-J", json, "write the results as JSON to this file")
+      ->check(braid::cli::nonEmpty())
+      ->type_name("FILE");
+  int exitCode = 0;
+  if (!app.parseCommandLine(argc, argv, &exitCode)) return exitCode;
+  if (bytes == 0) return app.fail("-s", "must be at least 1 byte");
   std::string rows;
   std::vector<char> src(bytes, 1), dst(bytes, 0);  // touched: no page faults timed
   printf("# membw: memcpy of %zu bytes, GB/s = (read + written) / time, median of %d\n", bytes,

@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config python3 python3-dev python3-venv python3-matplotlib
       libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev nlohmann-json3-dev
-      libopenmpi-dev openmpi-bin libgloo-dev libopenblas-dev libpng-dev iproute2 procps
+      libcli11-dev libopenmpi-dev openmpi-bin libgloo-dev libopenblas-dev libpng-dev iproute2 procps
       libibverbs-dev ibverbs-providers libucx-dev
       clang libclang-rt-14-dev)  # clang + libFuzzer: scripts/run-fuzz.sh
 missing=()

@@ -3,19 +3,17 @@
 # benchmarks with 2 ranks on tiny sizes (skipped, exit 77, when a benchmark is not built).
 
 # ---- count rules and sweep of the peer benchmarks == the perf suite's -----------------
-add_executable(compare_counts_test
-  ${CMAKE_CURRENT_LIST_DIR}/compare/counts_test.cc
-  ${PROJECT_SOURCE_DIR}/perf/compare/bench_options.cc
-  ${PROJECT_SOURCE_DIR}/perf/datatypes.cc
-  ${PROJECT_SOURCE_DIR}/perf/options.cc
-  ${PROJECT_SOURCE_DIR}/perf/pattern.cc
-  ${PROJECT_SOURCE_DIR}/perf/table.cc)
-target_include_directories(compare_counts_test PRIVATE ${PROJECT_SOURCE_DIR}
-                           ${PROJECT_SOURCE_DIR}/include)
-target_compile_definitions(compare_counts_test PRIVATE BRAID_NO_CUDA_HEADERS)
-target_link_libraries(compare_counts_test PRIVATE GTest::gtest_main Threads::Threads)
-gtest_discover_tests(compare_counts_test DISCOVERY_TIMEOUT 60 TEST_PREFIX "compare."
-                     PROPERTIES LABELS "compare")
+if(TARGET braid_compare_bench)
+  add_executable(compare_counts_test
+    ${CMAKE_CURRENT_LIST_DIR}/compare/counts_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/compare/options_test.cc
+    ${PROJECT_SOURCE_DIR}/perf/pattern.cc
+    ${PROJECT_SOURCE_DIR}/perf/table.cc)
+  target_link_libraries(compare_counts_test PRIVATE braid_compare_bench GTest::gtest_main
+                        Threads::Threads)
+  gtest_discover_tests(compare_counts_test DISCOVERY_TIMEOUT 60 TEST_PREFIX "compare."
+                       PROPERTIES LABELS "compare")
+endif()
 
 # ---- merge.py on synthetic JSON ----------------------------------------------------------
 find_program(BRAID_COMPARE_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)

@@ -1,16 +1,18 @@
 # Tests of the collective perf suite (perf/) and of braidrun (src/tools/braidrun.cc).
 
-# ---- host helpers of the suite (no library needed) ---------------------------------
-add_executable(perf_helpers_test
-  ${CMAKE_CURRENT_LIST_DIR}/perf/perf_helpers_test.cc
-  ${PROJECT_SOURCE_DIR}/perf/datatypes.cc
-  ${PROJECT_SOURCE_DIR}/perf/options.cc
-  ${PROJECT_SOURCE_DIR}/perf/pattern.cc
-  ${PROJECT_SOURCE_DIR}/perf/table.cc)
-target_include_directories(perf_helpers_test PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
-target_compile_definitions(perf_helpers_test PRIVATE BRAID_NO_CUDA_HEADERS)
-target_link_libraries(perf_helpers_test PRIVATE GTest::gtest_main Threads::Threads)
-gtest_discover_tests(perf_helpers_test DISCOVERY_TIMEOUT 60 TEST_PREFIX "perf." PROPERTIES LABELS "perf")
+# ---- host helpers of the suite and its command line (no library needed) -----------------
+if(TARGET braid_perf_options)
+  add_executable(perf_helpers_test
+    ${CMAKE_CURRENT_LIST_DIR}/perf/perf_helpers_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/perf/options_test.cc
+    ${PROJECT_SOURCE_DIR}/perf/pattern.cc
+    ${PROJECT_SOURCE_DIR}/perf/table.cc)
+  target_compile_definitions(perf_helpers_test PRIVATE BRAID_NO_CUDA_HEADERS)
+  target_link_libraries(perf_helpers_test PRIVATE braid_perf_options GTest::gtest_main
+                        Threads::Threads)
+  gtest_discover_tests(perf_helpers_test DISCOVERY_TIMEOUT 60 TEST_PREFIX "perf."
+                       PROPERTIES LABELS "perf")
+endif()
 
 # ---- braidrun on its own (plain shell programs as ranks) ------------------------------
 if(TARGET braidrun)

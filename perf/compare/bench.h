@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "perf/options.h"
+
 namespace braid_compare {
 
 /// The collectives the comparison measures, named as Braid's perf programs.
@@ -40,14 +42,10 @@ bool collRooted(Coll c);
 /// True for all_reduce, reduce_scatter and reduce.
 bool collReduces(Coll c);
 
-/// Command line shared by the peer benchmarks (nccl-tests style flags).
-struct BenchOptions {
-  size_t minBytes = 8;                  ///< -b
-  size_t maxBytes = 1u << 20;           ///< -e
-  size_t stepBytes = 1u << 20;          ///< -i (used when -f is 1)
-  double stepFactor = 2;                ///< -f
-  int iters = 20;                       ///< -n timed iterations per repetition
-  int warmup = 5;                       ///< -w warmup iterations per size and repetition
+/// Command line shared by the peer benchmarks: the sweep of the perf suite's parser
+/// (perf/options.h: -b -e -i -f -n -w) and their own flags.
+struct BenchOptions : braid_perf::Sweep {
+  BenchOptions() : Sweep{8, 1u << 20, 1u << 20, 2, 20, 5} {}
   int reps = 3;                         ///< -N repetitions of the whole sweep (median reported)
   int check = 1;                        ///< -c 1: check results once (first repetition)
   int root = 0;                         ///< -r root of broadcast and reduce
@@ -60,7 +58,8 @@ struct BenchOptions {
   bool corrupt = false;  ///< -K 1: corrupt one checked element (proves the check fails)
 };
 
-/// Parse argv; prints usage and returns false on error or -h (*exitCode set).
+/// Parse argv; false with *exitCode when the program should end (0 after -h, which
+/// printed the usage; 2 after an error, which printed its line).
 bool parseBenchOptions(int argc, char** argv, const char* program, BenchOptions* opt,
                        int* exitCode);
 /// The requested sizes of the sweep, in perf/common.cc's order and rounding.

@@ -1,16 +1,12 @@
 // Command line, sizes and the nccl-tests count rules of the peer benchmarks (see bench.h).
 // The count rules and busbw factors are those of perf/table.cc; tests/compare checks that
 // both give the same numbers for every collective, size and rank count.
-#include <getopt.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 #include <sstream>
 
 #include "perf/compare/bench.h"
 #include "perf/options.h"
+#include "src/tools/cli.h"
 
 namespace braid_compare {
 
@@ -25,38 +21,6 @@ constexpr CollName kNames[] = {
     {Coll::kAllGather, "all_gather"}, {Coll::kAlltoall, "alltoall"},
     {Coll::kBroadcast, "broadcast"},  {Coll::kReduce, "reduce"},
 };
-
-void usage(const char* program) {
-  std::fprintf(stderr,
-               "usage: %s [options]   (ranks from the launcher: mpirun or braidrun)\n"
-               "  -b <size>   smallest size, K/M/G suffixes (default 8)\n"
-               "  -e <size>   largest size (default 1M)\n"
-               "  -f <x>      multiplicative step (default 2); -i <size> additive step when -f 1\n"
-               "  -n <n>      timed iterations per size and repetition (default 20)\n"
-               "  -w <n>      warmup iterations per size and repetition (default 5)\n"
-               "  -N <n>      repetitions of the whole sweep; the median is reported (default 3)\n"
-               "  -c <0|1>    check the results once, in the first repetition (default 1)\n"
-               "  -r <root>   root of broadcast and reduce (default 0)\n"
-               "  -I <0|1>    also measure the in-place form where it exists (default 0)\n"
-               "  -C <list>   collectives, comma separated: all_reduce reduce_scatter all_gather\n"
-               "              alltoall broadcast reduce (default: all)\n"
-               "  -A <list>   algorithms, comma separated (benchmark specific; default: all)\n"
-               "  -J <prefix> write <prefix><collective>[.<algorithm>].json per collective\n"
-               "  -L <label>  free-form label stored as \"variant\" in the JSON\n"
-               "  -S <dir>    rendezvous directory (gloo_bench; must be new and empty per launch)\n"
-               "  -K 1        corrupt one checked element (tests: proves the check can fail)\n"
-               "Sizes, the count column and busbw follow nccl-tests and Braid's perf suite.\n",
-               program);
-}
-
-bool parseInt(const char* text, int lo, int hi, int* out) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text, &end, 0);
-  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return false;
-  *out = static_cast<int>(v);
-  return true;
-}
 
 std::vector<std::string> splitList(const std::string& text) {
   std::vector<std::string> out;
@@ -147,13 +111,8 @@ bool collReduces(Coll c) {
 
 std::vector<size_t> sweepSizes(const BenchOptions& o) {
   std::vector<size_t> out;
-  for (size_t bytes = o.minBytes; bytes <= o.maxBytes;) {
+  for (size_t bytes = o.minBytes; bytes <= o.maxBytes; bytes = braid_perf::nextSweepSize(o, bytes))
     out.push_back(bytes);
-    size_t next = o.stepFactor > 1 ? static_cast<size_t>(static_cast<double>(bytes) * o.stepFactor)
-                                   : bytes + o.stepBytes;
-    if (next <= bytes) next = bytes + 1;
-    bytes = next;
-  }
   return out;
 }
 
@@ -166,101 +125,61 @@ double median(std::vector<double> v) {
 
 bool parseBenchOptions(int argc, char** argv, const char* program, BenchOptions* opt,
                        int* exitCode) {
-  *exitCode = 2;
-  optind = 1;
-  int c;
-  int flag = 0;
-  while ((c = getopt(argc, argv, "b:e:i:f:n:w:N:c:r:I:C:A:J:L:S:K:h")) != -1) {
-    bool ok = true;
-    const std::string arg = optarg ? optarg : "";
-    switch (c) {
-      case 'b':
-        ok = braid_perf::parseSize(arg, &opt->minBytes);
-        break;
-      case 'e':
-        ok = braid_perf::parseSize(arg, &opt->maxBytes);
-        break;
-      case 'i':
-        ok = braid_perf::parseSize(arg, &opt->stepBytes) && opt->stepBytes > 0;
-        break;
-      case 'f': {
-        char* end = nullptr;
-        opt->stepFactor = std::strtod(optarg, &end);
-        ok = end != optarg && *end == '\0' && opt->stepFactor >= 1;
-        break;
-      }
-      case 'n':
-        ok = parseInt(optarg, 1, 1 << 30, &opt->iters);
-        break;
-      case 'w':
-        ok = parseInt(optarg, 0, 1 << 30, &opt->warmup);
-        break;
-      case 'N':
-        ok = parseInt(optarg, 1, 1 << 20, &opt->reps);
-        break;
-      case 'c':
-        ok = parseInt(optarg, 0, 1, &opt->check);
-        break;
-      case 'r':
-        ok = parseInt(optarg, 0, 1 << 24, &opt->root);
-        break;
-      case 'I':
-        ok = parseInt(optarg, 0, 1, &flag);
-        opt->inPlace = flag != 0;
-        break;
-      case 'C':
-        opt->colls.clear();
-        for (const std::string& name : splitList(arg)) {
-          Coll coll;
-          if (!parseColl(name, &coll)) {
-            ok = false;
-            break;
-          }
-          opt->colls.push_back(coll);
-        }
-        ok = ok && !opt->colls.empty();
-        break;
-      case 'A':
-        opt->algorithms = splitList(arg);
-        ok = !opt->algorithms.empty();
-        break;
-      case 'K':
-        ok = parseInt(optarg, 0, 1, &flag);
-        opt->corrupt = flag != 0;
-        break;
-      case 'J':
-        opt->jsonPrefix = arg;
-        ok = !arg.empty();
-        break;
-      case 'L':
-        opt->variant = arg;
-        break;
-      case 'S':
-        opt->store = arg;
-        ok = !arg.empty();
-        break;
-      case 'h':
-        usage(program);
-        *exitCode = 0;
-        return false;
-      default:
-        usage(program);
-        return false;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "%s: bad value '%s' for -%c\n", program, arg.c_str(), c);
-      usage(program);
-      return false;
-    }
-  }
-  if (optind < argc) {
-    std::fprintf(stderr, "%s: unexpected argument '%s'\n", program, argv[optind]);
-    usage(program);
-    return false;
-  }
-  if (opt->maxBytes < opt->minBytes) {
-    std::fprintf(stderr, "%s: maxbytes (%zu) is below minbytes (%zu)\n", program, opt->maxBytes,
-                 opt->minBytes);
+  braid::cli::App app("A peer benchmark of Braid's comparison (perf/compare/README.md); ranks "
+                      "from the launcher: mpirun or braidrun.",
+                      program);
+  app.footer(
+      "Sizes take K/M/G suffixes. Defaults: -b 8 -e 1M -f 2 (-i 1M when -f is 1) -n 20 -w 5.\n"
+      "Sizes, the count column and busbw follow nccl-tests and Braid's perf suite.");
+  braid_perf::addSweepOptions(app, opt);
+  app.add_option("-N", opt->reps,
+                 "repetitions of the whole sweep; the median is reported (default 3)")
+      ->check(braid::cli::range(1, 1 << 20));
+  app.add_option("-c", opt->check, "1: check the results once, in the first repetition (default 1)")
+      ->check(braid::cli::range(0, 1));
+  app.add_option("-r", opt->root, "root of broadcast and reduce (default 0)")
+      ->check(braid::cli::range(0, 1 << 24));
+  app.add_option_function<int>("-I", [opt](int v) { opt->inPlace = v != 0; },
+                               "1: also measure the in-place form where it exists (default 0)")
+      ->check(braid::cli::range(0, 1));
+  app.addRead<std::vector<Coll>>(
+         "-C", &opt->colls,
+         [](const std::string& text, std::vector<Coll>* out) {
+           out->clear();
+           for (const std::string& name : splitList(text)) {
+             out->emplace_back();
+             if (!parseColl(name, &out->back())) return false;
+           }
+           return !out->empty();
+         },
+         "collective names (see --help)",
+         "collectives, comma separated: all_reduce reduce_scatter all_gather alltoall "
+         "broadcast reduce (default: all)")
+      ->type_name("LIST");
+  app.addRead<std::vector<std::string>>(
+         "-A", &opt->algorithms,
+         [](const std::string& text, std::vector<std::string>* out) {
+           *out = splitList(text);
+           return !out->empty();
+         },
+         "algorithm names", "algorithms, comma separated (benchmark specific; default: all)")
+      ->type_name("LIST");
+  app.add_option("-J", opt->jsonPrefix,
+                 "write <prefix><collective>[.<algorithm>].json per collective")
+      ->check(braid::cli::nonEmpty())
+      ->type_name("PREFIX");
+  app.add_option("-L", opt->variant, "free-form label stored as \"variant\" in the JSON")
+      ->type_name("LABEL");
+  app.add_option("-S", opt->store,
+                 "rendezvous directory (gloo_bench; must be new and empty per launch)")
+      ->check(braid::cli::nonEmpty())
+      ->type_name("DIR");
+  app.add_option_function<int>("-K", [opt](int v) { opt->corrupt = v != 0; },
+                               "1: corrupt one checked element (tests: proves the check can fail)")
+      ->check(braid::cli::range(0, 1));
+  if (!braid_perf::parseSweepCommandLine(app, argc, argv, *opt, exitCode)) return false;
+  if (opt->stepBytes == 0) {
+    *exitCode = app.fail("--stepbytes", "the step must be at least 1 byte");
     return false;
   }
   if (opt->colls.empty()) opt->colls = allColls();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "src/diag/flight_recorder.h"
+#include "src/tools/cli.h"
 #include "src/tools/doctor/doctor.h"
 
 namespace {
@@ -47,16 +48,16 @@ std::vector<std::string> listRecords(const std::string& dir) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> paths;
-  for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: %s [DIR | FILE]...\n  diagnoses a hang or failure from the flight records "
-             "of all ranks (default directory: $BRAID_FLIGHT_RECORDER_DIR, else "
-             "/tmp/braid-flight-recorder-<uid>: here %s)\n", argv[0],
-             braid::flightRecorderDir().c_str());
-      return 0;
-    }
-    paths.push_back(argv[i]);
-  }
+  braid::cli::App app("Diagnoses a hang or failure from the flight records of all ranks.",
+                      "braid-doctor");
+  app.add_option("paths", paths,
+                 "flight-record files (braid-fr-*.json) or directories of them (default: "
+                 "$BRAID_FLIGHT_RECORDER_DIR, else /tmp/braid-flight-recorder-<uid>: here " +
+                     braid::flightRecorderDir() + ")")
+      ->type_name("DIR|FILE")
+      ->multi_option_policy(braid::cli::MultiOptionPolicy::TakeAll);
+  int exitCode = 0;
+  if (!app.parseCommandLine(argc, argv, &exitCode)) return exitCode;
   if (paths.empty()) paths.push_back(braid::flightRecorderDir());
   std::vector<std::string> files;
   for (const std::string& p : paths) {

@@ -1,5 +1,6 @@
 // braid-info: prints Braid's version, build features and every environment variable
-// it reads, with its current value, default and meaning.
+// it reads, with its current value, default and meaning; or one view (--topo, --net,
+// --markdown, --job-secret) or an action (--dump PID...). braid-info --help lists them.
 #include <signal.h>
 
 #include <cerrno>
@@ -7,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "algorithms/registry.h"
 #include "src/bootstrap/unique_id.h"
@@ -16,6 +18,7 @@
 #include "src/diag/flight_recorder.h"
 #include "src/topo/node_topology.h"
 #include "src/topo/summary.h"
+#include "src/tools/cli.h"
 #include "transports/net/net_registry.h"
 
 namespace {
@@ -101,17 +104,13 @@ bool catchesUsr1(long pid) {
 
 /// --dump PID...: SIGUSR1 to each process; their comms write flight records into their
 /// BRAID_FLIGHT_RECORDER_DIR.
-int dumpFlightRecords(int n, char** pids) {
-  if (n == 0) {
-    fprintf(stderr, "braid-info --dump: name the processes (PID...)\n");
-    return 2;
-  }
+int dumpFlightRecords(const std::vector<std::string>& pids) {
   int failed = 0;
-  for (int i = 0; i < n; ++i) {
+  for (const std::string& text : pids) {
     char* end = nullptr;
-    const long pid = strtol(pids[i], &end, 10);
-    if (!end || *end || pid <= 0) {
-      fprintf(stderr, "braid-info --dump: '%s' is not a process id\n", pids[i]);
+    const long pid = strtol(text.c_str(), &end, 10);
+    if (text.empty() || !end || *end || pid <= 0) {
+      fprintf(stderr, "braid-info --dump: '%s' is not a process id\n", text.c_str());
       ++failed;
     } else if (!catchesUsr1(pid)) {
       fprintf(stderr, "braid-info --dump: process %ld does not handle SIGUSR1 (not a Braid "
@@ -134,23 +133,48 @@ int dumpFlightRecords(int n, char** pids) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool brief = argc > 1 && strcmp(argv[1], "--brief") == 0;
-  if (argc > 1 && strcmp(argv[1], "--markdown") == 0) {
+  bool brief = false, markdown = false, topo = false, net = false, jobSecret = false;
+  std::vector<std::string> dump;
+  braid::cli::App app("Prints the version, build features, networks, environment variables "
+                      "and algorithms; or one of the views below (one at most).",
+                      "braid-info");
+  braid::cli::Option* views[] = {
+      app.add_flag("--brief", brief, "the listing without the descriptions"),
+      app.add_flag("--markdown", markdown, "the environment variables as a Markdown table"),
+      app.add_flag("--topo", topo, "the node topology"),
+      app.add_flag("--net", net, "the networks only"),
+      app.add_flag("--job-secret", jobSecret,
+                   "the job secret NCCL_COMM_ID gives (for braid-switch --secret-file)"),
+      app.add_option("--dump", dump,
+                     "asks the Braid processes PID... to write their flight records (SIGUSR1; "
+                     "read them with braid-doctor)")
+          ->expected(1, braid::cli::kAnyNumber)
+          ->multi_option_policy(braid::cli::MultiOptionPolicy::TakeAll)
+          ->type_name("PID")};
+  int exitCode = 0;
+  if (!app.parseCommandLine(argc, argv, &exitCode)) return exitCode;
+  const braid::cli::Option* first = nullptr;  // one view at most
+  for (const braid::cli::Option* v : views) {
+    if (v->count() == 0) continue;
+    if (first) return app.fail(v->get_name(), "goes not with " + first->get_name());
+    first = v;
+  }
+  if (markdown) {
     printMarkdown();
     return 0;
   }
-  if (argc > 1 && strcmp(argv[1], "--topo") == 0) {
+  if (topo) {
     // The node topology as Braid sees it (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE apply).
     const braid::topo::Topology& t = braid::topo::nodeTopology();
     printf("%s\n\n%s", braid::topo::describe(braid::topo::summarize(t)).c_str(),
            t.describeTree().c_str());
     return 0;
   }
-  if (argc > 1 && strcmp(argv[1], "--net") == 0) {
+  if (net) {
     printNetworks();
     return 0;
   }
-  if (argc > 1 && strcmp(argv[1], "--job-secret") == 0) {
+  if (jobSecret) {
     // What `braid-switch --secret-file` wants for a job launched with NCCL_COMM_ID (every
     // rank derives the job secret from it); ids from ncclGetUniqueId carry a random one.
     const char* id = getenv("NCCL_COMM_ID");
@@ -162,16 +186,7 @@ int main(int argc, char** argv) {
            static_cast<unsigned long long>(braid::bootstrapSecretFromString(id)));
     return 0;
   }
-  if (argc > 1 && strcmp(argv[1], "--dump") == 0) return dumpFlightRecords(argc - 2, argv + 2);
-  if (argc > 1 && !brief) {
-    printf("usage: %s [--brief | --markdown | --topo | --net | --job-secret | --dump PID...]\n"
-           "  prints the version, build features, networks and environment variables; --topo: "
-           "the node topology; --net: the networks only; --job-secret: the job secret "
-           "NCCL_COMM_ID gives (for braid-switch --secret-file); --dump: asks the Braid "
-           "processes PID... to write their flight records (SIGUSR1; read them with "
-           "braid-doctor)\n", argv[0]);
-    return strcmp(argv[1], "--help") == 0 ? 0 : 2;
-  }
+  if (!dump.empty()) return dumpFlightRecords(dump);
   int v = 0;
   ncclGetVersion(&v);
   printf("Braid %s (NCCL API %d.%d.%d, version code %d)\n", braidVersionString(), v / 10000,

@@ -7,10 +7,9 @@
 //
 //   braid-sim --nodes 128 --ranks-per-node 8 --preset h100 --coll all_reduce -b 8 -e 8G
 //   braid-sim --nodes 1 --ranks-per-node 8 --topo topologies/dgx-h100.xml
+//   braid-sim --help     (the command line is read with CLI11: src/tools/cli.h)
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -23,6 +22,7 @@
 #include "src/core/tuner.h"
 #include "src/topo/summary.h"
 #include "src/topo/topology.h"
+#include "src/tools/cli.h"
 
 namespace braid {
 namespace {
@@ -31,39 +31,10 @@ struct Options {
   int nodes = 128, perNode = 8, channels = 0;
   std::string preset = "h100", modelFile, topoFile;
   std::vector<std::string> colls = {"all_reduce"};
-  uint64_t minBytes = 8, maxBytes = 8ull << 30, factor = 8;
+  size_t minBytes = 8, maxBytes = size_t(8) << 30, factor = 8;
   bool csv = false;
   bool collnet = false;  ///< an aggregation switch serves the job (CollNet algorithms)
 };
-
-void usage() {
-  printf(
-      "usage: braid-sim [--nodes N] [--ranks-per-node M] [--preset h100|host]\n"
-      "                 [--model FILE] [--topo FILE.xml] [--channels C]\n"
-      "                 [--coll all_reduce|all_gather|reduce_scatter|alltoall|broadcast|"
-      "reduce|all]\n"
-      "                 [-b MIN] [-e MAX] [-f FACTOR] [--csv] [--collnet]\n"
-      "Prints each algorithm's predicted time (us) and busbw (GB/s) and the tuner's choice.\n"
-      "Presets: h100 = NVLink4 450 GB/s per GPU and direction inside a node, one 400 Gb/s\n"
-      "NIC per GPU; host = this project's measured shm/TCP defaults. --model overrides\n"
-      "(key=value lines, see BRAID_TUNER_MODEL); --topo takes NVLink and NIC speeds from\n"
-      "a topology XML. --collnet: an aggregation switch (SHARP, braid-switch) serves the\n"
-      "job, so the in-network algorithms (collnet_*) compete too.\n");
-}
-
-bool parseBytes(const char* s, uint64_t* out) {
-  char* end = nullptr;
-  double v = strtod(s, &end);
-  if (end == s || v < 0) return false;
-  uint64_t mult = 1;
-  if (*end == 'K' || *end == 'k') mult = 1ull << 10;
-  else if (*end == 'M' || *end == 'm') mult = 1ull << 20;
-  else if (*end == 'G' || *end == 'g') mult = 1ull << 30;
-  else if (*end != '\0') return false;
-  if (mult != 1 && end[1] != '\0') return false;
-  *out = uint64_t(v * double(mult));
-  return true;
-}
 
 const char* kCollNames[] = {"all_reduce", "all_gather", "reduce_scatter", "alltoall",
                             "broadcast", "reduce"};
@@ -98,10 +69,6 @@ CostModel h100Model() {
 
 int run(const Options& o) {
   CostModel model = o.preset == "host" ? defaultCostModel(0) : h100Model();
-  if (o.preset != "host" && o.preset != "h100") {
-    fprintf(stderr, "braid-sim: unknown preset '%s' (h100, host)\n", o.preset.c_str());
-    return 2;
-  }
   if (!o.topoFile.empty()) {
     std::string err;
     std::optional<topo::Topology> t = topo::Topology::load(o.topoFile, &err);
@@ -154,7 +121,7 @@ int run(const Options& o) {
       for (size_t i = 0; i < algos.size(); ++i) printf("---|---|");
       printf("---|\n");
     }
-    for (uint64_t bytes = o.minBytes; bytes <= o.maxBytes;
+    for (size_t bytes = o.minBytes; bytes <= o.maxBytes;
          bytes = std::max(bytes + 1, bytes * o.factor)) {
       TuneInput in;
       in.args.coll = coll;
@@ -200,50 +167,49 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   braid::Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "braid-sim: %s needs a value\n", a.c_str());
-        exit(2);
-      }
-      return argv[++i];
-    };
-    bool ok = true;
-    if (a == "--nodes") ok = (o.nodes = atoi(next())) > 0;
-    else if (a == "--ranks-per-node") ok = (o.perNode = atoi(next())) > 0;
-    else if (a == "--channels") ok = (o.channels = atoi(next())) > 0;
-    else if (a == "--preset") o.preset = next();
-    else if (a == "--model") o.modelFile = next();
-    else if (a == "--topo") o.topoFile = next();
-    else if (a == "--csv") o.csv = true;
-    else if (a == "--collnet") o.collnet = true;
-    else if (a == "--coll") {
-      std::string c = next();
-      if (c == "all") {
-        o.colls.assign(std::begin(braid::kCollNames), std::end(braid::kCollNames));
-      } else {
-        ok = false;
-        for (const char* k : braid::kCollNames) ok = ok || c == k;
-        o.colls = {c};
-      }
-    } else if (a == "-b") ok = braid::parseBytes(next(), &o.minBytes);
-    else if (a == "-e") ok = braid::parseBytes(next(), &o.maxBytes);
-    else if (a == "-f") ok = braid::parseBytes(next(), &o.factor) && o.factor >= 2;
-    else if (a == "-h" || a == "--help") {
-      braid::usage();
-      return 0;
-    } else ok = false;
-    if (!ok) {
-      fprintf(stderr, "braid-sim: bad argument '%s'%s%s\n", a.c_str(),
-              i < argc && argv[i] != a ? " " : "", i < argc && argv[i] != a ? argv[i] : "");
-      braid::usage();
-      return 2;
-    }
-  }
-  if (o.minBytes > o.maxBytes || o.nodes * o.perNode > 1 << 20) {
-    fprintf(stderr, "braid-sim: need MIN <= MAX and at most 1M ranks\n");
-    return 2;
-  }
+  braid::cli::App app(
+      "Prints each algorithm's predicted time (us) and busbw (GB/s) and the tuner's choice "
+      "on a described machine: the tuner's cost model, no ranks run.",
+      "braid-sim");
+  app.footer(
+      "Presets: h100 = NVLink4 450 GB/s per GPU and direction inside a node, one 400 Gb/s\n"
+      "NIC per GPU; host = this project's measured shm/TCP defaults. --model overrides\n"
+      "(key=value lines, see BRAID_TUNER_MODEL); --topo takes NVLink and NIC speeds from\n"
+      "a topology XML. --collnet: an aggregation switch (SHARP, braid-switch) serves the\n"
+      "job, so the in-network algorithms (collnet_*) compete too.");
+  app.add_option("--nodes", o.nodes, "nodes (default 128)")->check(braid::cli::range(1, 1 << 20));
+  app.add_option("--ranks-per-node", o.perNode, "ranks per node (default 8)")
+      ->check(braid::cli::range(1, 1 << 20));
+  app.add_option("--preset", o.preset, "h100 or host (default h100)")
+      ->check(braid::cli::isMember({"h100", "host"}));
+  app.add_option("--model", o.modelFile, "cost model file (key=value lines)")->type_name("FILE");
+  app.add_option("--topo", o.topoFile, "topology XML (NVLink and NIC speeds)")
+      ->type_name("FILE.xml");
+  app.add_option("--channels", o.channels, "channels (default: ranks per node, at most 8)")
+      ->check(braid::cli::range(1, 1 << 16));
+  std::vector<std::string> collNames(std::begin(braid::kCollNames), std::end(braid::kCollNames));
+  collNames.push_back("all");
+  app.add_option_function<std::string>(
+         "--coll",
+         [&o](const std::string& c) {
+           if (c == "all")
+             o.colls.assign(std::begin(braid::kCollNames), std::end(braid::kCollNames));
+           else
+             o.colls = {c};
+         },
+         "all_reduce all_gather reduce_scatter alltoall broadcast reduce, or all (default "
+         "all_reduce)")
+      ->check(braid::cli::isMember(collNames))
+      ->type_name("COLL");
+  app.addSize("-b", &o.minBytes, "smallest size, K/M/G suffixes (default 8)");
+  app.addSize("-e", &o.maxBytes, "largest size (default 8G)");
+  app.addSize("-f", &o.factor, "size factor, at least 2 (default 8)")->type_name("FACTOR");
+  app.add_flag("--csv", o.csv, "CSV instead of markdown tables");
+  app.add_flag("--collnet", o.collnet, "an aggregation switch serves the job");
+  int exitCode = 0;
+  if (!app.parseCommandLine(argc, argv, &exitCode)) return exitCode;
+  if (o.factor < 2) return app.fail("-f", "the factor must be at least 2");
+  if (o.minBytes > o.maxBytes) return app.fail("-e", "the largest size is below -b");
+  if (int64_t(o.nodes) * o.perNode > 1 << 20) return app.fail("--nodes", "at most 1M ranks");
   return braid::run(o);
 }

@@ -18,25 +18,10 @@
 #include <sstream>
 #include <string>
 
+#include "src/tools/cli.h"
 #include "src/tools/switch_server/switch_server.h"
 
 namespace {
-
-void usage(FILE* f, const char* argv0) {
-  std::fprintf(f,
-               "usage: %s --listen HOST:PORT [--parent HOST:PORT] [--secret-file FILE]\n"
-               "          [--timeout-ms N] [--quiet]\n"
-               "  A software aggregation switch for Braid's BraidSwitch collnet: node heads\n"
-               "  (BRAID_SWITCH=HOST:PORT) connect, it reduces their data and returns the\n"
-               "  result to every one of them.\n"
-               "  --listen HOST:PORT   where to listen (port 0: any; the port is printed)\n"
-               "  --parent HOST:PORT   the root switch of a two-level tree: groups whose\n"
-               "                       members use several switches meet there\n"
-               "  --secret-file FILE   admit only the job secret in FILE (decimal or 0x hex)\n"
-               "  --timeout-ms N       how long a group may take to gather (default 60000)\n"
-               "  --quiet              log only refusals and failures\n",
-               argv0);
-}
 
 bool readSecret(const std::string& path, uint64_t* out, std::string* why) {
   std::ifstream f(path);
@@ -74,45 +59,28 @@ int main(int argc, char** argv) {
   std::string listen, secretFile;
   braid::SwitchOptions opts;
   bool quiet = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "braid-switch: %s needs a value\n", name);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      usage(stdout, argv[0]);
-      return 0;
-    } else if (a == "--listen") {
-      listen = value("--listen");
-    } else if (a == "--parent") {
-      opts.parent = value("--parent");
-    } else if (a == "--secret-file") {
-      secretFile = value("--secret-file");
-    } else if (a == "--timeout-ms") {
-      const char* v = value("--timeout-ms");
-      char* end = nullptr;
-      const long n = std::strtol(v, &end, 10);
-      if (!*v || *end || n <= 0 || n > 24L * 3600 * 1000) {
-        std::fprintf(stderr, "braid-switch: bad --timeout-ms '%s'\n", v);
-        return 2;
-      }
-      opts.timeoutMs = int(n);
-    } else if (a == "--quiet") {
-      quiet = true;
-    } else {
-      std::fprintf(stderr, "braid-switch: unknown argument '%s'\n", a.c_str());
-      usage(stderr, argv[0]);
-      return 2;
-    }
-  }
-  if (listen.empty()) {
-    usage(stderr, argv[0]);
-    return 2;
-  }
+  braid::cli::App app("A software aggregation switch for Braid's BraidSwitch collnet: node "
+                      "heads (BRAID_SWITCH=HOST:PORT) connect, it reduces their data and "
+                      "returns the result to every one of them.",
+                      "braid-switch");
+  app.add_option("--listen", listen, "where to listen (port 0: any; the port is printed)")
+      ->required()
+      ->check(braid::cli::nonEmpty())
+      ->type_name("HOST:PORT");
+  app.add_option("--parent", opts.parent,
+                 "the root switch of a two-level tree: groups whose members use several "
+                 "switches meet there")
+      ->type_name("HOST:PORT");
+  app.add_option("--secret-file", secretFile,
+                 "admit only the job secret in FILE (decimal or 0x hex)")
+      ->type_name("FILE");
+  app.add_option("--timeout-ms", opts.timeoutMs,
+                 "how long a group may take to gather (default 60000)")
+      ->check(braid::cli::range(1, 24 * 3600 * 1000))
+      ->type_name("N");
+  app.add_flag("--quiet", quiet, "log only refusals and failures");
+  int exitCode = 0;
+  if (!app.parseCommandLine(argc, argv, &exitCode)) return exitCode;
   if (!secretFile.empty()) {
     std::string why;
     if (!readSecret(secretFile, &opts.secret, &why)) {

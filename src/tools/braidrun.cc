@@ -7,7 +7,9 @@
 // NCCL programs (and the perf suite) find each other without MPI. If a child fails or is
 // killed, the others get SIGTERM, then SIGKILL after the grace period, and braidrun exits
 // with the failed child's status (128+signal for a signal). SIGINT/SIGTERM sent to braidrun
-// are forwarded to the children. --tag prefixes every output line with "[rank] ".
+// are forwarded to the children. --tag prefixes every output line with "[rank] ". The
+// command line is read with CLI11 (src/tools/cli.h): everything from the program on is
+// passed to it untouched.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -24,19 +26,13 @@
 #include <string>
 #include <vector>
 
+#include "src/tools/cli.h"
+
 namespace {
 
 volatile sig_atomic_t gSignal = 0;
 
 void onSignal(int sig) { gSignal = sig; }
-
-void usage() {
-  std::fprintf(stderr,
-               "usage: braidrun -n N [--tag] [--grace SECONDS] [--] program [args...]\n"
-               "  -n, --nproc N    number of processes (ranks) to start on this host\n"
-               "  --tag            prefix each output line with \"[rank] \"\n"
-               "  --grace SECONDS  wait after SIGTERM before SIGKILL (default 3)\n");
-}
 
 /// A free TCP port on 127.0.0.1 (bound and released; the root binds it again soon after).
 int freePort() {
@@ -90,40 +86,77 @@ int statusCode(int status) {
   return 1;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// The command line: braidrun's options, then the program and its arguments, untouched.
+struct Command {
   int n = 0;
   bool tag = false;
   double grace = 3.0;
-  int i = 1;
-  for (; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--") {
-      ++i;
-      break;
-    } else if ((a == "-n" || a == "--nproc" || a == "-np") && i + 1 < argc) {
-      n = std::atoi(argv[++i]);
-    } else if (a == "--tag") {
-      tag = true;
-    } else if (a == "--grace" && i + 1 < argc) {
-      grace = std::atof(argv[++i]);
-    } else if (a == "-h" || a == "--help") {
-      usage();
-      return 0;
-    } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "braidrun: unknown option '%s'\n", a.c_str());
-      usage();
-      return 2;
-    } else {
+  std::vector<std::string> program;
+};
+
+/// Parses argv into *c; false with *exitCode when braidrun should end (--help, errors).
+bool parseCommand(int argc, char** argv, Command* c, int* exitCode) {
+  braid::cli::App app("Launches N local processes of one program as the ranks of one job: "
+                      "each gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, "
+                      "MASTER_PORT and NCCL_COMM_ID.",
+                      "braidrun");
+  app.footer("usage: braidrun -n N [--tag] [--grace SECONDS] [--] program [args...]\n"
+             "Everything from the program on is passed to it as it is.");
+  app.add_option("-n,--nproc", c->n,
+                 "number of processes (ranks) to start on this host (also -np N)")
+      ->check(braid::cli::range(1, 1 << 20))
+      ->type_name("N");
+  app.add_flag("--tag", c->tag, "prefix each output line with \"[rank] \"");
+  app.add_option("--grace", c->grace, "wait after SIGTERM before SIGKILL (default 3)")
+      ->check(braid::cli::range(0.0, 1e9))
+      ->type_name("SECONDS");
+  app.prefix_command();  // the first word that is not braidrun's starts the program
+  // mpirun's spelling -np N: CLI11 names short options by one letter, so it is read as
+  // --nproc (among braidrun's own words only: the program's arguments stay as they are).
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-np") {
+      args[i] = "--nproc";
+    } else if (a == "--" || a.empty() || a[0] != '-') {
       break;
     }
+    if (a == "-np" || a == "-n" || a == "--nproc" || a == "--grace") ++i;  // their value
   }
-  if (n < 1 || i >= argc) {
-    std::fprintf(stderr, "braidrun: need -n N (N >= 1) and a program\n");
-    usage();
-    return 2;
+  std::vector<const char*> words;
+  for (const std::string& a : args) words.push_back(a.c_str());
+  if (!app.parseCommandLine(static_cast<int>(words.size()), words.data(), exitCode)) return false;
+  c->program = app.remaining();
+  if (!c->program.empty() && c->program.front() == "--") {
+    c->program.erase(c->program.begin());
+  } else if (!c->program.empty() && c->program.front().size() > 1 &&
+             c->program.front()[0] == '-') {
+    *exitCode = app.fail(c->program.front(), "unknown option");
+    return false;
   }
+  if (c->n == 0) {
+    *exitCode = app.fail("--nproc", "required: braidrun -n N [--] program [args...]");
+    return false;
+  }
+  if (c->program.empty()) {
+    *exitCode = app.fail("program", "none given: braidrun -n N [--] program [args...]");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Command cmd;
+  int exitCode = 0;
+  if (!parseCommand(argc, argv, &cmd, &exitCode)) return exitCode;
+  const int n = cmd.n;
+  const bool tag = cmd.tag;
+  const double grace = cmd.grace;
+  std::vector<char*> childArgv;
+  for (std::string& a : cmd.program) childArgv.push_back(a.data());
+  childArgv.push_back(nullptr);
   const int port = freePort();
   if (port < 0) {
     std::fprintf(stderr, "braidrun: cannot find a free port: %s\n", std::strerror(errno));
@@ -169,8 +202,8 @@ int main(int argc, char** argv) {
       setenv("MASTER_ADDR", "127.0.0.1", 1);
       setenv("MASTER_PORT", ps.c_str(), 1);
       setenv("NCCL_COMM_ID", ("127.0.0.1:" + ps).c_str(), 1);
-      execvp(argv[i], argv + i);
-      std::fprintf(stderr, "braidrun: cannot run '%s': %s\n", argv[i], std::strerror(errno));
+      execvp(childArgv[0], childArgv.data());
+      std::fprintf(stderr, "braidrun: cannot run '%s': %s\n", childArgv[0], std::strerror(errno));
       _exit(127);
     }
     setpgid(k.pid, k.pid);

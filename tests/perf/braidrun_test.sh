@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Behaviour of braidrun without the library: environment, exit status, failure handling.
+# Behaviour of braidrun without the library: environment, exit status, failure handling,
+# its command line.
 #   braidrun_test.sh BRAIDRUN
 set -u
 br=$1
@@ -46,7 +47,26 @@ done
 "$br" -n 1 -- /nonexistent/program 2>/dev/null && fail "missing program succeeded"
 "$br" -n 0 -- true 2>/dev/null
 [ $? -eq 2 ] || fail "bad usage status"
-# 7. SIGTERM to braidrun reaches the ranks.
+# 7. The command line (CLI11): everything from the program on reaches it untouched, with
+#    or without "--"; -np N and --nproc=N are -n N; errors name the option, status 2.
+out=$("$br" -n 1 -- sh -c 'printf "%s|" "$@"' sh -n 3 --tag -- --grace x -np 2) ||
+  fail "pass-through run exited $?"
+[ "$out" = "-n|3|--tag|--|--grace|x|-np|2|" ] || fail "program arguments changed: '$out'"
+out=$("$br" --tag --grace 1 -n 1 printf '%s|' -n 5 --help) || fail "run without -- exited $?"
+[ "$out" = "[0] -n|5|--help|" ] || fail "program arguments without --: '$out'"
+[ "$("$br" -np 2 -- sh -c 'echo $WORLD_SIZE' | sort -u)" = 2 ] || fail "-np 2"
+[ "$("$br" --nproc=3 sh -c 'echo $WORLD_SIZE' | wc -l)" -eq 3 ] || fail "--nproc=3"
+[ "$("$br" -n2 -- sh -c 'echo $WORLD_SIZE' | wc -l)" -eq 2 ] || fail "-n2"
+for bad in "--bogus -n 2 -- true:--bogus" "-n x -- true:--nproc" "-n 2 --grace -1 true:--grace" \
+           "-- true:--nproc" "-n 2:program" "-n 2 --:program"; do
+  # shellcheck disable=SC2086
+  err=$("$br" ${bad%:*} 2>&1 >/dev/null)
+  rc=$?
+  [ "$rc" -eq 2 ] || fail "'${bad%:*}' exited $rc, expected 2"
+  case $err in *"${bad##*:}"*) ;; *) fail "'${bad%:*}': '$err' does not name ${bad##*:}" ;; esac
+done
+"$br" --help | grep -q "^usage: braidrun" || fail "--help"
+# 8. SIGTERM to braidrun reaches the ranks.
 "$br" -n 2 -- sleep 60 &
 pid=$!
 sleep 1

@@ -1,5 +1,5 @@
 // White-box tests of the perf suite's host helpers: type encodings, the data pattern's
-// exactness promise, size parsing and the table-entry count rules.
+// exactness promise and the table-entry count rules (the command line: options_test.cc).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +9,6 @@
 
 #include "perf/common.h"
 #include "perf/datatypes.h"
-#include "perf/options.h"
 #include "perf/pattern.h"
 
 namespace braid_perf {
@@ -134,46 +133,6 @@ TEST(PerfPattern, RanksAndElementsDiffer) {
   }
   EXPECT_EQ(0, sameRank);
   EXPECT_LT(sameElement, 50);
-}
-
-TEST(PerfOptions, Sizes) {
-  size_t v = 0;
-  EXPECT_TRUE(parseSize("8", &v));
-  EXPECT_EQ(8u, v);
-  EXPECT_TRUE(parseSize("1K", &v));
-  EXPECT_EQ(1024u, v);
-  EXPECT_TRUE(parseSize("32M", &v));
-  EXPECT_EQ(32u << 20, v);
-  EXPECT_TRUE(parseSize("2G", &v));
-  EXPECT_EQ(size_t{2} << 30, v);
-  EXPECT_FALSE(parseSize("5Q", &v));
-  EXPECT_FALSE(parseSize("", &v));
-  EXPECT_FALSE(parseSize("-1", &v));
-}
-
-TEST(PerfOptions, Flags) {
-  const char* args[] = {"x", "-b", "8", "-e", "1M", "-f", "2", "-t", "3", "-d", "all",
-                        "-o", "all", "-r", "-1", "-a", "2", "-J", "out.json", "-z", "1"};
-  std::vector<char*> argv;
-  for (const char* a : args) argv.push_back(const_cast<char*>(a));
-  Options o;
-  int rc = -1;
-  ASSERT_TRUE(parseOptions(static_cast<int>(argv.size()), argv.data(), "x", &o, &rc));
-  EXPECT_EQ(8u, o.minBytes);
-  EXPECT_EQ(1u << 20, o.maxBytes);
-  EXPECT_EQ(2.0, o.stepFactor);
-  EXPECT_EQ(3, o.nThreads);
-  EXPECT_EQ(12u, o.types.size());
-  EXPECT_EQ(6u, o.ops.size());
-  EXPECT_EQ(-1, o.root);
-  EXPECT_EQ(2, o.average);
-  EXPECT_EQ("out.json", o.jsonPath);
-  const char* bad[] = {"x", "-a", "7"};
-  std::vector<char*> badv;
-  for (const char* a : bad) badv.push_back(const_cast<char*>(a));
-  Options o2;
-  EXPECT_FALSE(parseOptions(3, badv.data(), "x", &o2, &rc));
-  EXPECT_NE(0, rc);
 }
 
 TEST(PerfCounts, NcclTestsRules) {

@@ -1,7 +1,8 @@
 // The braid-switch program as a child process: it prints its port, serves an
 // all-reduce, and when it is killed (SIGKILL) during an operation or during a connect
 // the members get an error naming it instead of hanging; SIGTERM ends it with status 0;
-// --secret-file admits one job secret; --help and bad arguments.
+// --secret-file admits one job secret; --help and bad arguments (one line naming the
+// option, exit status 2).
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -222,11 +223,21 @@ TEST(SwitchBinary, HelpAndBadArguments) {
     const int st = c.waitExit(10000);
     EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
   }
-  {
+  // Bad command lines: exit status 2 and one line on stderr naming the option.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--bogus"}, "--bogus"},
+      {{"--listen", "127.0.0.1:0", "--timeout-ms", "0"}, "--timeout-ms"},
+      {{"--listen", "127.0.0.1:0", "--timeout-ms", "x"}, "--timeout-ms"},
+      {{"--listen"}, "--listen"},
+      {{"--quiet"}, "--listen"}};
+  for (const auto& [args, named] : bad) {
     Child c;
-    spawn(&c, {"--bogus"});
+    spawn(&c, args);
+    c.readUntil("\n", true, 10000);
     const int st = c.waitExit(10000);
-    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 2) << st;
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 2) << st << " " << args[0];
+    EXPECT_NE(c.stderrText.find(named), std::string::npos) << c.stderrText;
+    EXPECT_EQ(c.stderrText.rfind("braid-switch: ", 0), 0u) << c.stderrText;
   }
   {
     Child c;

@@ -145,8 +145,16 @@ PY
       fail "a 4-rank layout on 2 ranks succeeded"
     fi
     grep -q "needs 4 ranks" "$tmp/out.txt" || fail "no clear message"
-    if "$bin" --no-such-flag > "$tmp/out.txt" 2>&1; then fail "an unknown flag was accepted"; fi
-    grep -q "unknown flag" "$tmp/out.txt" || fail "no clear message for an unknown flag"
+    "$bin" --no-such-flag > "$tmp/out.txt" 2>&1
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "an unknown flag: exit status $rc, expected 2"
+    grep -q "^braid-train: --no-such-flag: unknown option" "$tmp/out.txt" ||
+      fail "no clear message for an unknown flag: $(cat "$tmp/out.txt")"
+    "$bin" --dp-mode zero4 > "$tmp/out.txt" 2>&1
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "a bad --dp-mode: exit status $rc, expected 2"
+    grep -q "^braid-train: --dp-mode: .*zero4" "$tmp/out.txt" ||
+      fail "no clear message for a bad --dp-mode: $(cat "$tmp/out.txt")"
     ;;
   *)
     echo "unknown mode $mode"

@@ -8,19 +8,16 @@
 // Rank 0 prints the progress (a bar on a terminal, plain lines otherwise), writes the
 // CSV / JSON logs and the PNG plot (training/app/loss_plot.h, libpng, no plotting library
 // needed; training/app/plot_loss.py draws a matplotlib version from the CSV).
-// Flags: braid-train --help.
+// Flags: braid-train --help (the command line is read with CLI11: src/tools/cli.h).
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -29,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/tools/cli.h"
 #include "training/app/loss_plot.h"
 #include "training/checkpoint/async_checkpoint.h"
 #include "training/data/markov.h"
@@ -67,124 +65,132 @@ struct Options {
   int64_t killRank = -1, killStep = -1;  // testing: that rank SIGKILLs itself at that step
 };
 
-void usage(FILE* to) {
-  std::fprintf(
-      to,
-      "usage: braid-train [flags]   (one process per rank: braidrun -n N, mpirun, srun)\n"
-      "model:\n"
-      "  --width C           embedding width (default 64)\n"
-      "  --layers L          transformer blocks (default 2)\n"
-      "  --heads H           attention heads, divisible by --tp (default 4)\n"
-      "  --context T         sequence length (default 64)\n"
-      "data:\n"
-      "  --data PATH         text file (default: ../shared/data/tinyshakespeare.txt near the\n"
-      "                      repository when it exists, else a generated Markov corpus)\n"
-      "  --batch B           sequences per global batch, divisible by dp*microbatches (16)\n"
-      "  --steps N           optimizer steps in all (default 200; with --load: up to N)\n"
-      "  --eval-every N      validation every N steps and at the end (default 50; 0: end)\n"
-      "  --eval-batches N    validation batches of B sequences (default 4)\n"
-      "parallel layout (dp*tp*pp = number of ranks):\n"
-      "  --dp N --tp N --pp N\n"
-      "  --dp-mode MODE      ddp | zero1 | zero2 | zero3 (= fsdp) (default ddp)\n"
-      "  --microbatches M    per step and data-parallel replica (default 1)\n"
-      "  --schedule S        gpipe | 1f1b (default 1f1b)\n"
-      "  --bucket-kib N      gradient bucket size for ddp/zero1/zero2 (default: 1 MiB for\n"
-      "                      the first bucket, 25 MiB after; small models want ~64)\n"
-      "  --no-reshard        zero3: keep a layer's gathered parameters from its forward\n"
-      "                      to its backward (default: free them after forward)\n"
-      "  --no-prefetch       zero3: no prefetch of the next layer's all-gather\n"
-      "optimizer:\n"
-      "  --lr X (3e-3) --weight-decay X (0.1) --clip X (1.0; 0 disables) --seed N (1)\n"
-      "output (rank 0):\n"
-      "  --log-csv FILE --log-json FILE --plot FILE.png\n"
-      "  --save DIR          sharded checkpoint at the end\n"
-      "  --load DIR          resume from a checkpoint (same model, tp and pp; any dp)\n"
-      "  --print-every N     plain progress lines every N steps (no terminal)\n"
-      "  --quiet             only the summary\n"
-      "  (--log-csv FILE with %%r in it: every rank writes its own log, %%r = its first rank)\n"
-      "periodic checkpoints and elastic training:\n"
-      "  --checkpoint-dir D  checkpoints D/step-NNNNNNNN every --checkpoint-every steps (a\n"
-      "                      directory is renamed into place once complete); an existing\n"
-      "                      complete one is resumed from at start (unless --load)\n"
-      "  --checkpoint-every N (default 0: none; with --elastic 10)\n"
-      "  --checkpoint-keep K complete checkpoints kept (default 2; 0: all)\n"
-      "  --sync-checkpoint   write in the training thread (default: a background thread\n"
-      "                      writes a copy taken at the step boundary)\n"
-      "  --elastic           survive dead ranks (dp only, tp = pp = 1): the survivors agree\n"
-      "                      on who failed (via D), shrink the communicator, reload the newest\n"
-      "                      checkpoint for the smaller dp and go on; needs --checkpoint-dir\n"
-      "  --elastic-heartbeat-ms N (100) --elastic-dead-ms N (3000): a rank whose heartbeat\n"
-      "                      file in D has not changed for N ms is dead (same machine: as\n"
-      "                      soon as its process is gone)\n"
-      "  --elastic-agree-ms N  a rank that has not reported within N ms of a failure is\n"
-      "                      excluded as hung (default 120000)\n"
-      "  --kill-rank R --kill-at-step K   testing: rank R SIGKILLs itself as step K starts\n");
+/// Declares the flags on `app`, storing into *o (its values are the defaults).
+void declareFlags(braid::cli::App& app, Options* o) {
+  auto count = [&](const char* name, int64_t* v, const char* help, int64_t lo) {
+    return app.add_option(name, *v, help)->check(braid::cli::atLeast(lo))->type_name("N");
+  };
+  auto text = [&](const char* name, std::string* v, const char* help, const char* type) {
+    return app.add_option(name, *v, help)->type_name(type);
+  };
+  auto real = [&](const char* name, double* v, const char* help) {
+    return app.add_option(name, *v, help)->type_name("X");
+  };
+  // model
+  count("--width", &o->width, "embedding width (default 64)", 1)->group("model");
+  count("--layers", &o->layers, "transformer blocks (default 2)", 1)->group("model");
+  count("--heads", &o->heads, "attention heads, divisible by --tp (default 4)", 1)->group("model");
+  count("--context", &o->context, "sequence length (default 64)", 1)->group("model");
+  // data
+  const char* kData = "data";
+  text("--data", &o->data,
+       "text file (default: ../shared/data/tinyshakespeare.txt near the repository when it "
+       "exists, else a generated Markov corpus)",
+       "PATH")
+      ->group(kData);
+  count("--batch", &o->batch, "sequences per global batch, divisible by dp*microbatches (16)", 1)
+      ->group(kData);
+  count("--steps", &o->steps, "optimizer steps in all (default 200; with --load: up to N)", 0)
+      ->group(kData);
+  count("--eval-every", &o->evalEvery,
+        "validation every N steps and at the end (default 50; 0: at the end)", 0)
+      ->group(kData);
+  count("--eval-batches", &o->evalBatches, "validation batches of B sequences (default 4)", 1)
+      ->group(kData);
+  // layout
+  const char* kLayout = "parallel layout (dp*tp*pp = number of ranks)";
+  for (auto [name, v] : {std::pair{"--dp", &o->dp}, {"--tp", &o->tp}, {"--pp", &o->pp}})
+    app.add_option(name, *v, "ranks along this axis (default 1)")
+        ->check(braid::cli::range(1, 1 << 20))
+        ->type_name("N")
+        ->group(kLayout);
+  text("--dp-mode", &o->dpMode, "ddp | zero1 | zero2 | zero3 (= fsdp) (default ddp)", "MODE")
+      ->check(braid::cli::readableBy<bt::DpMode>(bt::parseDpMode,
+                                                 "ddp, zero1, zero2, zero3 or fsdp"))
+      ->group(kLayout);
+  app.add_option("--microbatches", o->micros, "per step and data-parallel replica (default 1)")
+      ->check(braid::cli::range(1, 1 << 20))
+      ->type_name("M")
+      ->group(kLayout);
+  text("--schedule", &o->schedule, "gpipe | 1f1b (default 1f1b)", "S")
+      ->check(braid::cli::readableBy<bt::Schedule>(bt::parseSchedule, "gpipe or 1f1b"))
+      ->group(kLayout);
+  count("--bucket-kib", &o->bucketKib,
+        "gradient bucket size for ddp/zero1/zero2 (default: 1 MiB for the first bucket, 25 "
+        "MiB after; small models want ~64)",
+        0)
+      ->group(kLayout);
+  app.add_flag("--no-reshard", o->noReshard,
+               "zero3: keep a layer's gathered parameters from its forward to its backward "
+               "(default: free them after forward)")
+      ->group(kLayout);
+  app.add_flag("--no-prefetch", o->noPrefetch, "zero3: no prefetch of the next layer's all-gather")
+      ->group(kLayout);
+  // optimizer
+  real("--lr", &o->lr, "learning rate (default 3e-3)")->group("optimizer");
+  real("--weight-decay", &o->weightDecay, "AdamW weight decay (default 0.1)")->group("optimizer");
+  real("--clip", &o->clip, "gradient norm clip (default 1.0; 0 disables)")->group("optimizer");
+  app.add_option("--seed", o->seed, "random seed (default 1)")->type_name("N")->group("optimizer");
+  // output
+  const char* kOut = "output (rank 0)";
+  text("--log-csv", &o->logCsv,
+       "CSV log (with %r in it: every rank writes its own log, %r = its first rank)", "FILE")
+      ->group(kOut);
+  text("--log-json", &o->logJson, "JSON log", "FILE")->group(kOut);
+  text("--plot", &o->plot, "loss plot", "FILE.png")->group(kOut);
+  text("--save", &o->save, "sharded checkpoint at the end", "DIR")->group(kOut);
+  text("--load", &o->load, "resume from a checkpoint (same model, tp and pp; any dp)", "DIR")
+      ->group(kOut);
+  count("--print-every", &o->printEvery, "plain progress lines every N steps (no terminal)", 0)
+      ->group(kOut);
+  app.add_flag("--quiet", o->quiet, "only the summary")->group(kOut);
+  // periodic checkpoints and elastic training
+  const char* kElastic = "periodic checkpoints and elastic training";
+  text("--checkpoint-dir", &o->checkpointDir,
+       "checkpoints D/step-NNNNNNNN every --checkpoint-every steps (a directory is renamed "
+       "into place once complete); an existing complete one is resumed from at start (unless "
+       "--load)",
+       "D")
+      ->group(kElastic);
+  count("--checkpoint-every", &o->checkpointEvery, "(default 0: none; with --elastic 10)", 0)
+      ->group(kElastic);
+  count("--checkpoint-keep", &o->checkpointKeep, "complete checkpoints kept (default 2; 0: all)",
+        0)
+      ->group(kElastic);
+  app.add_flag("--sync-checkpoint", o->syncCheckpoint,
+               "write in the training thread (default: a background thread writes a copy "
+               "taken at the step boundary)")
+      ->group(kElastic);
+  app.add_flag("--elastic", o->elastic,
+               "survive dead ranks (dp only, tp = pp = 1): the survivors agree on who failed "
+               "(via D), shrink the communicator, reload the newest checkpoint for the smaller "
+               "dp and go on; needs --checkpoint-dir")
+      ->group(kElastic);
+  count("--elastic-heartbeat-ms", &o->heartbeatMs, "heartbeat period (default 100)", 1)
+      ->group(kElastic);
+  count("--elastic-dead-ms", &o->deadMs,
+        "a rank whose heartbeat file in D has not changed for N ms is dead (same machine: as "
+        "soon as its process is gone) (default 3000)",
+        1)
+      ->group(kElastic);
+  count("--elastic-agree-ms", &o->agreeMs,
+        "a rank that has not reported within N ms of a failure is excluded as hung (default "
+        "120000)",
+        1)
+      ->group(kElastic);
+  count("--kill-rank", &o->killRank,
+        "testing: rank R SIGKILLs itself as step --kill-at-step starts", -1)
+      ->group(kElastic);
+  count("--kill-at-step", &o->killStep, "testing: the step of --kill-rank", -1)->group(kElastic);
 }
 
-/// Parses --flag VALUE and --flag=VALUE. Throws std::invalid_argument on errors.
-Options parseArgs(int argc, char** argv) {
-  Options o;
-  std::map<std::string, std::string*> strs = {
-      {"--data", &o.data},        {"--dp-mode", &o.dpMode},   {"--schedule", &o.schedule},
-      {"--log-csv", &o.logCsv},   {"--log-json", &o.logJson}, {"--plot", &o.plot},
-      {"--save", &o.save},        {"--load", &o.load},        {"--checkpoint-dir", &o.checkpointDir}};
-  std::map<std::string, int64_t*> ints = {
-      {"--width", &o.width},          {"--layers", &o.layers},
-      {"--heads", &o.heads},          {"--context", &o.context},
-      {"--batch", &o.batch},          {"--steps", &o.steps},
-      {"--eval-every", &o.evalEvery}, {"--eval-batches", &o.evalBatches},
-      {"--print-every", &o.printEvery}, {"--bucket-kib", &o.bucketKib},
-      {"--checkpoint-every", &o.checkpointEvery}, {"--checkpoint-keep", &o.checkpointKeep},
-      {"--elastic-heartbeat-ms", &o.heartbeatMs}, {"--elastic-dead-ms", &o.deadMs},
-      {"--elastic-agree-ms", &o.agreeMs}, {"--kill-rank", &o.killRank}, {"--kill-at-step", &o.killStep}};
-  std::map<std::string, int*> smallInts = {
-      {"--dp", &o.dp}, {"--tp", &o.tp}, {"--pp", &o.pp}, {"--microbatches", &o.micros}};
-  std::map<std::string, double*> reals = {
-      {"--lr", &o.lr}, {"--weight-decay", &o.weightDecay}, {"--clip", &o.clip}};
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i], v;
-    if (a == "-h" || a == "--help") {
-      usage(stdout);
-      std::exit(0);
-    }
-    const std::map<std::string, bool*> switches = {
-        {"--quiet", &o.quiet},          {"--no-reshard", &o.noReshard}, {"--no-prefetch", &o.noPrefetch},
-        {"--sync-checkpoint", &o.syncCheckpoint}, {"--elastic", &o.elastic}};
-    if (switches.count(a)) {
-      *switches.at(a) = true;
-      continue;
-    }
-    const size_t eq = a.find('=');
-    const bool inlineValue = a.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (inlineValue) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    }
-    const bool known = strs.count(a) || ints.count(a) || smallInts.count(a) || reals.count(a) ||
-                       a == "--seed";
-    if (!known) throw std::invalid_argument("unknown flag '" + a + "' (see --help)");
-    if (!inlineValue) {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      v = argv[++i];
-    }
-    char* end = nullptr;
-    errno = 0;
-    if (strs.count(a)) {
-      *strs[a] = v;
-      continue;
-    }
-    if (reals.count(a)) {
-      *reals[a] = std::strtod(v.c_str(), &end);
-    } else {
-      const long long x = std::strtoll(v.c_str(), &end, 10);
-      if (a == "--seed") o.seed = uint64_t(x);
-      else if (ints.count(a)) *ints[a] = x;
-      else *smallInts[a] = int(x);
-    }
-    if (errno || !end || *end || v.empty())
-      throw std::invalid_argument(a + ": not a number: '" + v + "'");
-  }
-  return o;
+/// Parses argv into *o; false with *exitCode when braid-train should end (--help, errors).
+bool parseArgs(int argc, char** argv, Options* o, int* exitCode) {
+  braid::cli::App app("Trains the GPT-style character model through Braid on any DP x TP x PP "
+                      "layout; one process per rank (braidrun -n N, mpirun, srun).",
+                      "braid-train");
+  declareFlags(app, o);
+  return app.parseCommandLine(argc, argv, exitCode);
 }
 
 bool fileExists(const std::string& p) {
@@ -338,8 +344,7 @@ std::string plotPng(const std::vector<Row>& rows, const std::string& png, double
   return "plot written to " + png + " (training loss blue, validation orange, unigram baseline dashed)";
 }
 
-int run(int argc, char** argv) {
-  const Options o = parseArgs(argc, argv);
+int run(const Options& o) {
   bt::LaunchInfo launch;
   std::unique_ptr<bt::ProcessGroup> world = bt::initWorldFromEnvironment(&launch);
   const bool tty = ::isatty(STDOUT_FILENO) == 1;
@@ -594,8 +599,11 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  Options o;
+  int exitCode = 0;
+  if (!parseArgs(argc, argv, &o, &exitCode)) return exitCode;
   try {
-    return run(argc, argv);
+    return run(o);
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "braid-train: error: %s\n", e.what());
