@@ -48,6 +48,16 @@ const DevConn* findConn(Comm* comm, const DevConnRef& ref) {
   return it == comm->devRecvs.end() ? nullptr : &it->second.dev;
 }
 
+/// Whether every rank of c is a thread of this process on this GPU (2 to
+/// kDevMaxDirectRanks of them) and BRAID_DEVICE_DIRECT (rank 0's) is on.
+bool directEligible(const Comm& c) {
+  if (!c.settings.deviceDirect || c.nranks < 2 || c.nranks > kDevMaxDirectRanks) return false;
+  const PeerInfo& me = c.peers[size_t(c.rank)];
+  for (const PeerInfo& p : c.peers)
+    if (p.processHash != me.processHash || p.cudaDev != me.cudaDev) return false;
+  return true;
+}
+
 }  // namespace
 
 DeviceComm::~DeviceComm() {
@@ -77,7 +87,8 @@ ncclResult_t DeviceComm::init() {
   BRAID_CHECK(cudart::deviceAlloc(&b, 4 * sizeof(uint32_t), "grid barrier words"));
   barrier_ = static_cast<uint32_t*>(b);
   BRAID_CHECK(cudart::memsetDevice(barrier_, 0, 4 * sizeof(uint32_t)));
-  if (directAccess()) {  // made now, while the ranks are still setting up (see Arena)
+  direct_ = directEligible(*comm_);
+  if (direct_) {  // made now, while the ranks are still setting up (see Arena)
     void* a = nullptr;
     BRAID_CHECK(cudart::deviceAlloc(&a, sizeof(DevPeerArea), "direct-access words"));
     peerArea_ = static_cast<DevPeerArea*>(a);
@@ -89,15 +100,6 @@ ncclResult_t DeviceComm::init() {
   BRAID_CHECK(carve(0, &h, &d));  // the first arena, while the ranks are still setting up
   warnSharedGpu();
   return ncclSuccess;
-}
-
-bool DeviceComm::directAccess() const {
-  const Comm& c = *comm_;
-  if (!c.settings.deviceDirect || c.nranks < 2 || c.nranks > kDevMaxDirectRanks) return false;
-  const PeerInfo& me = c.peers[size_t(c.rank)];
-  for (const PeerInfo& p : c.peers)
-    if (p.processHash != me.processHash || p.cudaDev != me.cudaDev) return false;
-  return true;
 }
 
 ncclResult_t DeviceComm::setPeerAreas(const std::vector<uint64_t>& areas) {

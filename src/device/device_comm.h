@@ -78,7 +78,7 @@ class DeviceComm {
   /// Whether this comm's device plans may use direct-access steps: every rank is a
   /// thread of this process on this GPU, 2..kDevMaxDirectRanks of them, and
   /// BRAID_DEVICE_DIRECT (rank 0's) is on. The same answer on every rank.
-  bool directAccess() const;
+  bool directAccess() const { return direct_; }
   /// Device address of this rank's area (zeroed at init), for the exchange.
   uint64_t peerAreaAddress() const { return uint64_t(reinterpret_cast<uintptr_t>(peerArea_)); }
   /// Whether the ranks' areas are known (setPeerAreas ran).
@@ -129,6 +129,7 @@ class DeviceComm {
   void* controlHost_ = nullptr;       ///< DevControl, pinned
   DevControl* controlDev_ = nullptr;  ///< its device address
   uint32_t* barrier_ = nullptr;       ///< device memory, 4 words
+  bool direct_ = false;               ///< directAccess(), decided at init
   DevPeerArea* peerArea_ = nullptr;   ///< device memory: this rank's direct-access words
   DevPeerTable peerTable_;            ///< areas: device array of every rank's area
   std::unordered_map<uint64_t, std::vector<Image>> images_;  ///< by hash of the key
