@@ -8,15 +8,15 @@
 namespace braid {
 namespace {
 
-struct Registry {
+struct CommTable {
   std::mutex mu;
   std::unordered_set<const void*> comms;
   /// Bumped whenever a communicator is freed: threads' cached answers are then stale.
   std::atomic<uint64_t> generation{1};
 };
 
-Registry& registry() {
-  static auto* r = new Registry();  // leaked on purpose: used at exit
+CommTable& commTable() {
+  static auto* r = new CommTable();  // leaked on purpose: used at exit
   return *r;
 }
 
@@ -31,13 +31,13 @@ struct Recent {
 }  // namespace
 
 void registerComm(const void* comm) {
-  Registry& r = registry();
+  CommTable& r = commTable();
   std::lock_guard<std::mutex> lock(r.mu);
   r.comms.insert(comm);
 }
 
 void unregisterComm(const void* comm) {
-  Registry& r = registry();
+  CommTable& r = commTable();
   std::lock_guard<std::mutex> lock(r.mu);
   r.comms.erase(comm);
   r.generation.fetch_add(1, std::memory_order_acq_rel);
@@ -46,7 +46,7 @@ void unregisterComm(const void* comm) {
 bool knownComm(const void* handle) {
   if (handle == nullptr) return false;
   thread_local Recent recent;
-  Registry& r = registry();
+  CommTable& r = commTable();
   const uint64_t gen = r.generation.load(std::memory_order_acquire);
   if (recent.generation == gen) {
     for (const void* h : recent.handles)

@@ -8,12 +8,12 @@
 namespace braid {
 namespace {
 
-struct Registry {
+struct StreamRegistry {
   std::mutex mu;
   std::unordered_set<const void*> live;
 };
-Registry& registry() {
-  static Registry* r = new Registry();
+StreamRegistry& streamRegistry() {
+  static StreamRegistry* r = new StreamRegistry();
   return *r;
 }
 
@@ -36,7 +36,7 @@ ncclResult_t Completion::wait() {
 
 HostStream::HostStream() {
   {
-    Registry& r = registry();
+    StreamRegistry& r = streamRegistry();
     std::lock_guard<std::mutex> lock(r.mu);
     r.live.insert(this);
   }
@@ -45,7 +45,7 @@ HostStream::HostStream() {
 
 HostStream::~HostStream() {
   {
-    Registry& r = registry();
+    StreamRegistry& r = streamRegistry();
     std::lock_guard<std::mutex> lock(r.mu);
     r.live.erase(this);
   }
@@ -60,7 +60,7 @@ HostStream::~HostStream() {
 
 HostStream* HostStream::lookup(cudaStream_t s) {
   if (s == nullptr) return nullptr;
-  Registry& r = registry();
+  StreamRegistry& r = streamRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
   return r.live.count(reinterpret_cast<const void*>(s))
              ? reinterpret_cast<HostStream*>(s)

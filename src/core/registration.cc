@@ -24,7 +24,7 @@ struct CommRecords {
   size_t maxSize = 0;
 };
 
-struct Registry {
+struct RegistrationTable {
   std::mutex mu;
   std::unordered_map<const Comm*, CommRecords> byComm;
   /// Every live record, for validating a handle before touching it.
@@ -34,8 +34,8 @@ struct Registry {
   std::atomic<size_t> total{0};
 };
 
-Registry& registry() {
-  static Registry* r = new Registry();  // never destroyed: used from atexit paths too
+RegistrationTable& registrations() {
+  static RegistrationTable* r = new RegistrationTable();  // never destroyed: used from atexit paths too
   return *r;
 }
 
@@ -77,7 +77,7 @@ ncclResult_t addRegistration(Comm* comm, void* buff, size_t size, bool window, i
   }
   BRAID_INFO(kLogReg, "%s %p + %zu bytes: %s memory%s", window ? "window" : "register", buff,
              size, memKindName(r->kind), r->hasIpc ? ", IPC handle kept" : "");
-  Registry& g = registry();
+  RegistrationTable& g = registrations();
   std::lock_guard<std::mutex> lock(g.mu);
   Registration* raw = r.get();
   CommRecords& recs = g.byComm[comm];
@@ -91,7 +91,7 @@ ncclResult_t addRegistration(Comm* comm, void* buff, size_t size, bool window, i
 }
 
 ncclResult_t removeRegistration(Comm* comm, const void* handle, bool window, const char* call) {
-  Registry& g = registry();
+  RegistrationTable& g = registrations();
   std::unique_ptr<Registration> dead;  // destroyed after the lock is released
   {
     std::lock_guard<std::mutex> lock(g.mu);
@@ -130,7 +130,7 @@ ncclResult_t removeRegistration(Comm* comm, const void* handle, bool window, con
 }
 
 const Registration* findRegistration(const Comm* comm, const void* p, size_t bytes) {
-  Registry& g = registry();
+  RegistrationTable& g = registrations();
   if (g.total.load(std::memory_order_acquire) == 0) return nullptr;
   std::lock_guard<std::mutex> lock(g.mu);
   auto c = g.byComm.find(comm);
@@ -151,7 +151,7 @@ const Registration* findRegistration(const Comm* comm, const void* p, size_t byt
 }
 
 const Registration* findWindow(const void* handle) {
-  Registry& g = registry();
+  RegistrationTable& g = registrations();
   if (handle == nullptr || g.total.load(std::memory_order_acquire) == 0) return nullptr;
   std::lock_guard<std::mutex> lock(g.mu);
   auto w = g.windows.find(handle);
@@ -159,14 +159,14 @@ const Registration* findWindow(const void* handle) {
 }
 
 size_t registrationCount(const Comm* comm) {
-  Registry& g = registry();
+  RegistrationTable& g = registrations();
   std::lock_guard<std::mutex> lock(g.mu);
   auto c = g.byComm.find(comm);
   return c == g.byComm.end() ? 0 : c->second.byStart.size();
 }
 
 void forgetRegistrations(const Comm* comm) {
-  Registry& g = registry();
+  RegistrationTable& g = registrations();
   RangeMap dead;
   {
     std::lock_guard<std::mutex> lock(g.mu);

@@ -1,5 +1,5 @@
-// The CUDA executor's kernel entry points (src/device/kernels/*.cu), and the host
-// emulation of the same kernel code that tests run without a GPU.
+// The CUDA executor's kernel entry points (src/device/kernels/*.cu). The tests run the
+// same kernel code on the host without a GPU: tests/device_emu/emulate.h.
 #pragma once
 #include "nccl.h"
 #include "src/device/dev_launch.h"
@@ -23,13 +23,5 @@ ncclResult_t preloadDevKernels();
 /// `type` and `red` on stream s. Asynchronous. Without CUDA: ncclInternalError.
 ncclResult_t launchDevKernel(const DevLaunch& l, ncclDataType_t type, DevRed red,
                              cudaStream_t s);
-
-/// Host emulation: runs block `block` of launch l to its end with the same interpreter
-/// the kernel uses, as `threads` threads of one block (the calling thread is thread 0,
-/// the others are started and joined here). All blocks of a launch must run
-/// concurrently, as on the GPU. Returns false if the launch gave up (abort flag or a
-/// closed FIFO) or the block's threads disagreed.
-bool emulateDevBlock(const DevLaunch& l, uint32_t block, ncclDataType_t type, DevRed red,
-                     int threads = 1);
 
 }  // namespace braid

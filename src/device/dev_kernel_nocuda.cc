@@ -1,5 +1,5 @@
 // launchDevKernel when the library is built without the CUDA toolkit: there is no
-// kernel to launch (the host emulation, emulateDevBlock, is always built).
+// kernel to launch (the tests run the kernel code on the host: tests/device_emu/).
 #include "src/config/error.h"
 #include "src/device/dev_kernel.h"
 

@@ -21,8 +21,8 @@
 // Block::kCheckEvery polls, DevControl::abort / ::error and the FIFO's closed word, and
 // gives up (DevControl::error = 1, return false) instead of hanging.
 //
-// The Block policy (src/device/kernels/kernel_impl.cuh for the GPU, dev_emulate.cc for
-// the host emulation) supplies, besides dev_fifo.h's counter operations:
+// The Block policy (src/device/kernels/kernel_impl.cuh for the GPU,
+// tests/device_emu/emulate.cc for the tests' host emulation) supplies, besides dev_fifo.h's counter operations:
 //   int tid() const; int nthreads() const; void sync();   // the block's threads
 //   PieceShared& sh();                                     // block-shared scratch
 //   void* cacheMem();                                      // kConnCacheBytes, 16-aligned, shared

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "src/device/dev_kernel.h"
+
 namespace braid {
 namespace {
 
@@ -107,6 +109,16 @@ bool planLaunches(const std::vector<LaunchItem>& items, std::vector<LaunchSpec>*
     i += n;
   }
   return true;
+}
+
+DevRed devRedFor(ncclRedOp_t op, bool reduces) {
+  if (!reduces) return DevRed::kNone;
+  switch (op) {
+    case ncclProd: return DevRed::kProd;
+    case ncclMax: return DevRed::kMax;
+    case ncclMin: return DevRed::kMin;
+    default: return DevRed::kSum;  // ncclSum, ncclAvg, PreMulSum (user ops)
+  }
 }
 
 }  // namespace braid

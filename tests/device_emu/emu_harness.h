@@ -12,6 +12,7 @@
 #include "algorithms/plan.h"
 #include "nccl.h"
 #include "src/device/dev_kernel.h"
+#include "tests/device_emu/emulate.h"
 #include "src/device/dev_launch.h"
 #include "src/device/dev_plan.h"
 #include "src/exec/engine.h"

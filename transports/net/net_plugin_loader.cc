@@ -47,9 +47,9 @@ void netPluginLogger(ncclDebugLogLevel level, unsigned long flags, const char* f
              "%s", text);
 }
 
-namespace {
+ncclResult_t netNoProfiler(void**, int, void*, int64_t, void*) { return ncclSuccess; }
 
-ncclResult_t noProfiler(void**, int, void*, int64_t, void*) { return ncclSuccess; }
+namespace {
 
 // ---- v10 -> v11 ----------------------------------------------------------------------
 const ncclNet_v10_t* g10 = nullptr;
@@ -73,7 +73,7 @@ ncclNet_v11_t adapt10() {
               ncclProfilerCallback_t prof) {
     *ctx = nullptr;
     if (cfg) g10Config = *cfg;
-    return g10->init(log, prof ? prof : noProfiler);
+    return g10->init(log, prof ? prof : netNoProfiler);
   };
   t.devices = [](int* n) { return g10->devices(n); };
   t.getProperties = [](int dev, ncclNetProperties_v11_t* p) {

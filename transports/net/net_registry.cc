@@ -14,8 +14,6 @@
 namespace braid {
 namespace {
 
-ncclResult_t noProfiler(void**, int, void*, int64_t, void*) { return ncclSuccess; }
-
 std::mutex& extensionsMu() {
   static std::mutex mu;
   return mu;
@@ -28,7 +26,7 @@ std::map<const ncclNet_v11_t*, NetExtensions>& extensions() {
 /// Initialises `n` (table set) and reads its devices; false with *why if unusable.
 bool initNet(Net* n, std::string* why) {
   ncclNetCommConfig_v11_t cfg{NCCL_NET_TRAFFIC_CLASS_UNDEF};
-  ncclResult_t r = n->table->init(&n->ctx, 0, &cfg, netPluginLogger, noProfiler);
+  ncclResult_t r = n->table->init(&n->ctx, 0, &cfg, netPluginLogger, netNoProfiler);
   if (r != ncclSuccess) {
     *why = "init() failed (error " + std::to_string(int(r)) + ")";
     return false;

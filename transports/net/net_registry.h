@@ -89,5 +89,7 @@ bool loadNetPlugin(const std::string& spec, Net* net, std::string* why, bool* no
 /// The logger handed to plugins' init(): their lines go to Braid's log.
 void netPluginLogger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
                      const char* fmt, ...);
+/// The profiler callback handed to plugins' init(): Braid records no plugin events.
+ncclResult_t netNoProfiler(void**, int, void*, int64_t, void*);
 
 }  // namespace braid

@@ -1,5 +1,5 @@
-// The host emulation of the CUDA executor's kernel: the same interpreter
-// (src/device/interp.h) with a "block" of host threads (one, or several sharing the
+// The host emulation of the CUDA executor's kernel, for the tests (no GPU needed): the
+// same interpreter (src/device/interp.h) with a "block" of host threads (one, or several sharing the
 // block's shared memory and meeting at a barrier, as a CUDA block's threads do).
 // Counters go through __atomic loads/stores with acquire/release semantics and the
 // block barrier through acquire/release atomics, so ThreadSanitizer checks the protocol
@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "src/device/dev_kernel.h"
 #include "src/device/interp.h"
+#include "tests/device_emu/emulate.h"
 
 namespace braid {
 namespace {
@@ -164,16 +164,6 @@ bool runType(const DevLaunch& l, uint32_t block, DevRed red, int threads) {
 }
 
 }  // namespace
-
-DevRed devRedFor(ncclRedOp_t op, bool reduces) {
-  if (!reduces) return DevRed::kNone;
-  switch (op) {
-    case ncclProd: return DevRed::kProd;
-    case ncclMax: return DevRed::kMax;
-    case ncclMin: return DevRed::kMin;
-    default: return DevRed::kSum;  // ncclSum, ncclAvg, PreMulSum (user ops)
-  }
-}
 
 bool emulateDevBlock(const DevLaunch& l, uint32_t block, ncclDataType_t type, DevRed red,
                      int threads) {
