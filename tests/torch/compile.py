@@ -151,5 +151,7 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory(prefix="braid-inductor-") as cache:
         # Inductor's caches in a folder of this run, so every run compiles for real.
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
-        launch.run(world, main, reference())
+        # Every rank compiles: dynamo and inductor imported once, in the fork server.
+        launch.run(world, main, reference(),
+                   preload=("torch._dynamo", "torch._inductor.compile_fx"))
     print(f"torch.compile and functional collectives on {world} processes: ok")

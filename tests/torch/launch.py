@@ -47,7 +47,9 @@ def _entry(rank, world, path, backend, fn, args, timeout_s):
             pass
 
 
-def run(world, fn, *args, backend="braid", timeout_s=120):
+def run(world, fn, *args, backend="braid", timeout_s=120, preload=()):
+    """`preload`: more modules for the fork server to import once, for every rank (the
+    first run of a process starts the fork server; later runs reuse it)."""
     import torch.multiprocessing as mp
     fd, path = tempfile.mkstemp(prefix="braid-torch-store-")
     os.close(fd)
@@ -55,7 +57,7 @@ def run(world, fn, *args, backend="braid", timeout_s=120):
     # A fork server that imported torch once forks every rank (spawning would import
     # torch afresh in each, about 2 s of CPU apiece); it is a fresh process, not this one,
     # so no thread pool of ours is forked mid-use.
-    mp.set_forkserver_preload(["torch", "torch.distributed", "torch_braid"])
+    mp.set_forkserver_preload(["torch", "torch.distributed", "torch_braid", *preload])
     try:
         mp.start_processes(_entry, args=(world, path, backend, fn, args, timeout_s),
                            nprocs=world, join=True, start_method="forkserver")

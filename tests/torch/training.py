@@ -37,13 +37,16 @@ def batches():
 def reference():
     """One process, the whole batch: parameters after training and each step's grads."""
     model, (x, y) = make_model(), batches()
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
     grads = []
     for s in range(STEPS):
         nn.functional.mse_loss(model(x[s]), y[s]).backward()
         grads.append({n: p.grad.clone() for n, p in model.named_parameters()})
-        opt.step()
-        opt.zero_grad()
+        # SGD's update (what torch.optim.SGD does without momentum), by hand: the
+        # optimizer's first step would import torch._dynamo here, ~2.8 s of CPU.
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(p.grad, alpha=-LR)
+                p.grad = None
     return {n: p.detach().clone() for n, p in model.named_parameters()}, grads
 
 
@@ -149,7 +152,9 @@ def main():
     runs = {}
     for backend in ("braid", "gloo"):
         with tempfile.TemporaryDirectory() as out:
-            launch.run(world, fn, out, backend=backend)
+            # torch._dynamo: the optimizers' first step imports it (and pipelining does),
+            # about 2.8 s of CPU in every rank otherwise.
+            launch.run(world, fn, out, backend=backend, preload=("torch._dynamo",))
             runs[backend] = gather_results(out, world)
     covered = set()
     for rank in range(world):

@@ -5,7 +5,7 @@
 // (braid/api_table.h) instead; braidHostStream* names exist only in Braid.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>  // not ATen/ATen.h (every op's declaration): faster to build
 #include <braid/api_table.h>
 
 #include <string>

@@ -3,8 +3,9 @@
 #include "process_group.h"
 
 #include <braid/braid.h>
+// torch/csrc/utils/pybind.h (pybind11 with torch's holder types) rather than
+// torch/extension.h, which adds the whole C++ frontend: 40 % of the compile time.
 #include <torch/csrc/utils/pybind.h>
-#include <torch/extension.h>
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "Braid's c10d backend";
