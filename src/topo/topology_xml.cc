@@ -309,7 +309,7 @@ class Reader {
       words.push_back(text.substr(b, e - b));
     words.push_back(text.substr(b));
     for (size_t w = 0; w < words.size(); ++w) {
-      long v;
+      long v = 0;
       if (words[w].size() > 10 || !toLong(words[w], 16, &v) || v < 0 || v > 0xffffffffL)
         return false;
       int base = int(words.size() - 1 - w) * 32;
