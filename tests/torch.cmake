@@ -61,12 +61,12 @@ braid_torch_test(torch.compile.np2 ${torch_py} compile.py 2)
 braid_torch_test(torch.symbols bash symbols.sh ${torch_py} $<TARGET_FILE:nccl>)
 braid_torch_test(torch.preload ${torch_py} preload.py $<TARGET_FILE:nccl>)
 # Builds Braid and the backend from a copy of the tracked sources with -j2 (MAX_JOBS):
-# about 2.5 minutes of 2 cores; it needs the package index for setuptools, wheel and ninja
-# (skips without it).
+# about 4 minutes of 2 cores (231 s alone, tests/README.md); it needs the package index
+# for setuptools, wheel and ninja (skips without it).
 braid_torch_test(torch.install bash install.sh ${torch_py} ${PROJECT_SOURCE_DIR})
 # The longest tests start first (ctest runs by COST where it has no timings of its own yet,
 # as on a fresh clone). torch.install builds Braid and the backend with both cores
-# (MAX_JOBS=2) for about 3 minutes: it claims both (PROCESSORS 2), so that ctest -j 2 runs
+# (MAX_JOBS=2) for about 4 minutes: it claims both (PROCESSORS 2), so that ctest -j 2 runs
 # it alone; sharing the cores with the torch tests it once ran past its 600 s in CI.
 set_tests_properties(torch.install PROPERTIES COST 1000 PROCESSORS 2)
 set_tests_properties(torch.compile.np2 PROPERTIES COST 500)
